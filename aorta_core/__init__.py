@@ -1,0 +1,23 @@
+"""aorta core: the plugin host, the Hydra sweep engine, trial records and the results matrix.
+
+Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
+and the contract types.
+"""
+
+import pluggy
+
+from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
+
+__version__ = "0.1.0"
+
+hookimpl = pluggy.HookimplMarker("aorta")
+
+__all__ = [
+    "CollectorInfo",
+    "Launch",
+    "OptionError",
+    "SetupError",
+    "TrialRun",
+    "__version__",
+    "hookimpl",
+]

@@ -1,0 +1,124 @@
+"""From a composed Hydra job config to a validated :class:`~aorta_core.trial.Cell`."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+from omegaconf import DictConfig, OmegaConf
+
+from aorta_core.contracts import OptionError
+from aorta_core.plugins import Registry
+from aorta_core.retention import LEVELS
+from aorta_core.trial import Cell
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
+_MAX_NAME = 100
+
+
+class ConfigError(ValueError):
+    """The cell's config cannot run; the message names the key and the fix."""
+
+
+def cell_name(override_dirname: str) -> str:
+    """A folder-safe, stable name for the cell from its (sorted) overrides."""
+    if not override_dirname:
+        return "default"
+    name = _UNSAFE.sub("_", override_dirname).strip("._") or "cell"
+    if len(name) > _MAX_NAME or name != override_dirname:
+        digest = hashlib.sha1(override_dirname.encode()).hexdigest()[:8]
+        name = f"{name[:_MAX_NAME]}-{digest}"
+    return name
+
+
+def axes_of(task_overrides: list[str], excluded: list[str]) -> dict[str, str]:
+    """The cell's coordinates: every task override except the sweep-level keys."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    axes = {}
+    for override in OverridesParser.create().parse_overrides(task_overrides):
+        if override.key_or_group in excluded:
+            continue
+        axes[override.key_or_group] = override.get_value_element_as_str()
+    return dict(sorted(axes.items()))
+
+
+def _command(cfg: DictConfig) -> tuple[str, ...]:
+    command = OmegaConf.to_container(cfg, resolve=True).get("command")
+    if not command:
+        raise ConfigError(
+            "no command to run: put one after `--` (python -m aorta_core sweep=repeat -- "
+            "python train.py) or choose a recipe/workload that names one"
+        )
+    if not isinstance(command, list) or not all(isinstance(a, (str, int, float)) for a in command):
+        raise ConfigError(f"command must be a list of strings, got {command!r}")
+    return tuple(str(a) for a in command)
+
+
+def _collectors(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
+    selected = cfg.get("collector") or {}
+    options = {}
+    for name in selected:
+        if name not in registry.collectors:
+            raise ConfigError(
+                f"collector {name!r} is not installed or failed to load; see `aorta plugins`"
+            )
+        options[name] = OmegaConf.to_object(selected[name])
+    for name, opts in options.items():
+        try:
+            registry.call(name, "check_options", options=opts, selected=options)
+        except OptionError as exc:
+            raise ConfigError(f"collector.{name}: {exc}") from exc
+    return options
+
+
+def _retain(cfg: DictConfig) -> dict[str, str]:
+    retain = {k: str(v) for k, v in (cfg.get("retain") or {}).items()}
+    for key, level in retain.items():
+        if key not in ("on_pass", "on_fail", "on_error"):
+            raise ConfigError(f"retain.{key} is not a retention key; use on_pass, on_fail, on_error")
+        if level not in LEVELS:
+            raise ConfigError(f"retain.{key}={level} is not a level; use one of {', '.join(LEVELS)}")
+    return retain
+
+
+def _positive(cfg: DictConfig, key: str, allow_none: bool) -> float | None:
+    value = cfg.get(key)
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ConfigError(f"{key}={value!r} must be a positive number")
+    return value
+
+
+def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
+    """Validate the job config and describe its cell; raises :class:`ConfigError`."""
+    trials = _positive(cfg, "trials", allow_none=False)
+    if int(trials) != trials:
+        raise ConfigError(f"trials={trials!r} must be a whole number")
+    timeout = _positive(cfg, "timeout", allow_none=True)
+    command = _command(cfg)
+    collectors = _collectors(cfg, registry)
+    env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
+    excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
+    name = cell_name(hydra_cfg.job.override_dirname)
+    fingerprint = hashlib.sha256(
+        orjson.dumps(
+            {"command": command, "env": env, "collectors": sorted(collectors)},
+            option=orjson.OPT_SORT_KEYS,
+        )
+    ).hexdigest()[:16]
+    return Cell(
+        name=name,
+        directory=Path(hydra_cfg.runtime.output_dir),
+        axes=axes_of(list(hydra_cfg.overrides.task), excluded),
+        command=command,
+        env=env,
+        collectors=collectors,
+        timeout_s=timeout,
+        retain=_retain(cfg),
+        fingerprint=fingerprint,
+    )

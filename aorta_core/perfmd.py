@@ -1,0 +1,61 @@
+"""``perf.md``: one row per cell, readable in a terminal and on GitHub."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    magnitude = abs(value)
+    if magnitude == 0 or 0.01 <= magnitude < 1e6:
+        return f"{value:.4g}" if magnitude < 1000 else f"{value:.0f}"
+    return f"{value:.3e}"
+
+
+def _cell_value(stats: dict[str, Any] | None) -> str:
+    if not stats:
+        return ""
+    text = _fmt(stats["median"])
+    if stats.get("n", 0) > 1 and stats.get("std") is not None:
+        text += f" ±{_fmt(stats['std'])}"
+    return text
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(matrix: dict[str, Any]) -> str:
+    """Markdown table: axes, trial verdicts, wall time and every numeric metric (medians)."""
+    cells = matrix["cells"]
+    axes = matrix["axes"]
+    metrics = sorted({m for c in cells for m in c["metrics_summary"]})
+    header = ["cell", *axes, "pass/fail/error", "wall_time_s", *metrics]
+    lines = [
+        f"# aorta sweep: {matrix['output']}",
+        "",
+        f"{matrix['trials']['total']} trials in {len(cells)} cells: "
+        f"{matrix['trials']['pass']} pass, {matrix['trials']['fail']} fail, "
+        f"{matrix['trials']['error']} error. Values are medians over passing trials "
+        "(± sample std when n > 1); full statistics in matrix.json.",
+        "",
+        "| " + " | ".join(_escape(h) for h in header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+    ]
+    for cell in cells:
+        t = cell["trials"]
+        row = [
+            cell["cell"],
+            *(str(cell["axes"].get(a, "")) for a in axes),
+            f"{t['pass']}/{t['fail']}/{t['error']}" + (" (not run)" if cell.get("error") else ""),
+            _cell_value(cell.get("wall_time_s")),
+            *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
+        ]
+        lines.append("| " + " | ".join(_escape(v) for v in row) + " |")
+    errors = [c for c in cells if c.get("error")]
+    if errors:
+        lines += ["", "Cells that could not run:", ""]
+        lines += [f"- `{c['cell']}`: {_escape(c['error'])}" for c in errors]
+    return "\n".join(lines) + "\n"

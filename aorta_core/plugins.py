@@ -1,0 +1,125 @@
+"""Collector discovery: entry points of the group ``aorta.collectors``, loaded into pluggy.
+
+Loading is tolerant (conda/sqlfluff style): a plugin that fails to import, misspells a hook or
+describes itself wrongly is reported with its distribution and version, and the rest keep
+working. ``AORTA_STRICT_PLUGINS=1`` turns such a failure into an error;
+``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+
+from aorta_core import hookspecs
+from aorta_core.contracts import CollectorInfo
+
+ENTRY_POINT_GROUP = "aorta.collectors"
+
+
+class PluginLoadError(RuntimeError):
+    """A collector plugin failed to load while ``AORTA_STRICT_PLUGINS=1`` is set."""
+
+
+@dataclass(frozen=True)
+class PluginStatus:
+    """One row of ``aorta plugins``."""
+
+    name: str
+    distribution: str
+    version: str
+    status: str  # "ok", "error" or "disabled"
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Collector:
+    name: str
+    info: CollectorInfo
+    version: str
+
+
+class Registry:
+    """The loaded collectors and a way to call one collector's hook in isolation."""
+
+    def __init__(self, manager: pluggy.PluginManager) -> None:
+        self.manager = manager
+        self.collectors: dict[str, Collector] = {}
+        self.statuses: list[PluginStatus] = []
+
+    def call(self, name: str, hook: str, **kwargs: Any) -> Any:
+        """Call ``hook`` on collector ``name`` only; ``None`` when it does not implement it."""
+        others = [p for n, p in self.manager.list_name_plugin() if n != name]
+        results = self.manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
+        return results[0] if results else None
+
+    def wrap_order(self, names: list[str]) -> list[str]:
+        """``names`` from the outermost wrapper to the innermost (smallest wrap_order first)."""
+        return sorted(names, key=lambda n: (self.collectors[n].info.wrap_order, n))
+
+    def versions(self) -> dict[str, str]:
+        return {name: c.version for name, c in self.collectors.items()}
+
+
+def _distribution(ep: EntryPoint) -> tuple[str, str]:
+    dist = ep.dist
+    if dist is None:
+        return "?", "?"
+    return dist.metadata["Name"] or "?", dist.version or "?"
+
+
+def _register(registry: Registry, ep: EntryPoint) -> Collector:
+    module = ep.load()
+    registry.manager.register(module, name=ep.name)
+    try:
+        registry.manager.check_pending()
+        info = registry.call(ep.name, "aorta_collector")
+        if not isinstance(info, CollectorInfo):
+            raise TypeError(f"aorta_collector() returned {type(info).__name__}, not CollectorInfo")
+    except Exception:
+        registry.manager.unregister(name=ep.name)
+        raise
+    return Collector(ep.name, info, _distribution(ep)[1])
+
+
+def _disabled() -> set[str]:
+    return {n.strip() for n in os.environ.get("AORTA_DISABLE_PLUGINS", "").split(",") if n.strip()}
+
+
+@functools.cache
+def load_registry() -> Registry:
+    """Load every installed collector once per process."""
+    manager = pluggy.PluginManager("aorta")
+    manager.add_hookspecs(hookspecs)
+    registry = Registry(manager)
+    strict = os.environ.get("AORTA_STRICT_PLUGINS", "") not in ("", "0")
+    disabled = _disabled()
+    seen: set[str] = set()
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist, version = _distribution(ep)
+        if ep.name in seen:
+            error = f"duplicate collector name {ep.name!r}; uninstall one of the distributions"
+            registry.statuses.append(PluginStatus(ep.name, dist, version, "error", error))
+            continue
+        seen.add(ep.name)
+        if ep.name in disabled:
+            registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
+            continue
+        try:
+            registry.collectors[ep.name] = _register(registry, ep)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            if strict:
+                raise PluginLoadError(
+                    f"collector {ep.name!r} ({dist} {version}) failed to load: {error} "
+                    "(unset AORTA_STRICT_PLUGINS to load the others anyway)"
+                ) from exc
+            registry.statuses.append(PluginStatus(ep.name, dist, version, "error", error))
+            continue
+        registry.statuses.append(PluginStatus(ep.name, dist, version, "ok"))
+    return registry

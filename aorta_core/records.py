@@ -1,0 +1,51 @@
+"""Trial records on disk: one JSON file per trial, written atomically, read forgivingly."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+#: Bump when a field changes meaning; readers of older records must keep working.
+SCHEMA_VERSION = 1
+RECORD_NAME = "record.json"
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def dump_json(obj: Any) -> bytes:
+    """Pretty, stable JSON (NaN and inf become null rather than invalid JSON)."""
+    return orjson.dumps(obj, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write via a temp file in the same folder and ``os.replace``: readers see old or new, never half."""
+    data = dump_json(obj)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record at ``path``, or ``None`` when it is missing, truncated or not a record."""
+    try:
+        record = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or "verdict" not in record or "schema_version" not in record:
+        return None
+    return record

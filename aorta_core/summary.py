@@ -1,0 +1,31 @@
+"""The end-of-run summary: verdicts per cell, where the files are, what failed."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from aorta_core.matrix import MatrixResult
+from aorta_core.progress import console, warning_line
+
+
+def print_summary(result: MatrixResult) -> None:
+    table = Table(title="aorta sweep", title_justify="left")
+    for column in ("cell", "pass", "fail", "error", "median wall s"):
+        table.add_column(column, justify="left" if column == "cell" else "right")
+    for cell in result.cells:
+        t = cell["trials"]
+        wall = (cell.get("wall_time_s") or {}).get("median")
+        table.add_row(
+            cell["cell"], str(t["pass"]), str(t["fail"]), str(t["error"]),
+            "not run" if cell.get("error") else (f"{wall:.2f}" if wall is not None else "-"),
+        )
+    out = console()
+    out.print(table)
+    for path in result.unreadable:
+        warning_line(f"unreadable record {path} skipped; re-run the sweep to redo that trial")
+    bad = [c["cell"] for c in result.cells if c.get("error") or c["trials"]["fail"]
+           or c["trials"]["error"]]
+    if bad:
+        out.print(f"[red]cells with failed or unrun trials:[/] {', '.join(bad)}")
+    for path in result.paths:
+        out.print(f"wrote {path}")

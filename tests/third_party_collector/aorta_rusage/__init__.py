@@ -1,0 +1,1 @@
+"""A third-party aorta collector measuring the workload's CPU time and peak memory."""
