@@ -13,7 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.argv import escape_for_omegaconf
 from aorta_core.cells import ConfigError, build_cell, cell_name
-from aorta_core.plugins import Registry, load_registry
+from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, error_line
 from aorta_core.records import RECORD_NAME, read_record, write_json_atomic
 from aorta_core.trial import run_trial
@@ -34,19 +34,6 @@ def example_path(relative: str) -> str:
 
 
 OmegaConf.register_new_resolver("aorta_example", example_path, replace=True)
-
-
-def collector_searchpath(registry: Registry) -> list[str]:
-    """Hydra overrides that make every loaded collector's ``collector/<name>`` option available.
-
-    Each collector's options dataclass becomes the schema of its option, so that a mistyped or
-    ill-typed option fails while the config is composed, naming the key.
-    """
-    store = ConfigStore.instance()
-    for name, collector in registry.collectors.items():
-        store.store(group="aorta_schema/collector", name=name, node=collector.info.options)
-    packages = [f"pkg://{c.info.config_package}" for c in registry.collectors.values()]
-    return [f"hydra.searchpath=[{','.join(packages)}]"] if packages else []
 
 
 def register_command(command: list[str] | None) -> None:

@@ -54,14 +54,16 @@ def _load_registry_or_exit():
 
 def run_sweep(args: list[str]) -> int:
     from aorta_core import callbacks
-    from aorta_core.app import collector_searchpath, hydra_main, register_command
+    from aorta_core import searchpath
+    from aorta_core.app import hydra_main, register_command
 
     hydra_args, command = split_command(args)
-    registry = _load_registry_or_exit()
+    _load_registry_or_exit()
+    searchpath.install()
     if not any(a in ("--help", "-h", "--hydra-help", "--info", "-i") for a in hydra_args):
         hydra_args = _with_output(hydra_args)
     register_command(command)
-    sys.argv = [sys.argv[0], *collector_searchpath(registry), *hydra_args]
+    sys.argv = [sys.argv[0], *hydra_args]
     hydra_main()
     return callbacks.exit_status
 

@@ -7,8 +7,6 @@ time every collective the workload issues. A thread-local guard keeps the deprec
 which call the new names, from being recorded twice.
 """
 
-from __future__ import annotations
-
 import functools
 import inspect
 import threading
@@ -89,12 +87,13 @@ def patched_collectives(timeline: Any, counts: dict[str, int]) -> Iterator[None]
             setattr(module, name, original)
 
 
-def ddp_allreduce_hook(process_group: dist.ProcessGroup | None, bucket: Any
+def ddp_allreduce_hook(process_group: dist.ProcessGroup | None, bucket: dist.GradBucket
                        ) -> torch.futures.Future[torch.Tensor]:
     """DDP comm hook equal to the built-in all-reduce, but through ``dist.all_reduce``.
 
     DDP's reducer calls the process group from C++, invisible to Python patching; routing the
-    buckets through this hook makes them timed collectives like FSDP's.
+    buckets through this hook makes them timed collectives like FSDP's. (No postponed
+    annotations in this module: DDP checks the hook's annotations at registration.)
     """
     group = process_group or c10d._get_default_group()
     tensor = bucket.buffer().div_(group.size())

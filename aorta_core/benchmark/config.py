@@ -92,6 +92,8 @@ class TelemetryConfig:
     #: Sample clocks, power, temperature, memory and utilisation every ``gpu_diag_interval`` steps.
     gpu_diagnostics: bool = False
     gpu_diag_interval: int = 1
+    #: Leading steps left out of the run summary (allocation, autotuning, compilation).
+    summary_skip_steps: int = 1
 
 
 @dataclass

@@ -42,7 +42,7 @@ class RankingTransformer(nn.Module):
         x = sparse + self.dense_proj(dense.flatten(2))
         for layer in self.layers:
             x = layer(x)
-        return self.scorer(self.norm(x)).squeeze(-1)
+        return self.scorer(self.norm(x)).sum(dim=-1)  # [B, T, 1] -> [B, T], not a view
 
 
 def weighted_bce(logits: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

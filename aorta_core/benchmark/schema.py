@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 Number = int | float
 
 
-class Range(msgspec.Struct, forbid_unknown_fields=True):
+class Range(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One timed interval of an iteration, in ms from the iteration start."""
 
     kind: str  # data | forward | backward | grad_clip | optimizer | allreduce | reducescatter | allgather
@@ -29,7 +29,7 @@ class Range(msgspec.Struct, forbid_unknown_fields=True):
     metadata: dict[str, str | Number] = {}
 
 
-class Marker(msgspec.Struct, forbid_unknown_fields=True):
+class Marker(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     tag: str
     time_ms: float
     stream: str | UnsetType = UNSET

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from aorta_core.benchmark.schema import Range
 
@@ -89,8 +90,11 @@ class WallTimeline:
         work = call()
         if work is None:
             entry[3] = time.perf_counter_ns()
-        else:
+            return None, None
+        try:
             work.get_future().then(lambda _f: entry.__setitem__(3, time.perf_counter_ns()))
+        except RuntimeError:  # gloo's reduce-scatter Work has no future
+            return _WaitTimedWork(work, entry), None
         return work, None
 
     def end(self) -> IterationTiming:
@@ -102,7 +106,40 @@ class WallTimeline:
                 continue
             ranges.append(_range(kind, tag, (start - self._t0) / 1e6, (stop - self._t0) / 1e6,
                                  None, metadata))
+        ranges.sort(key=lambda r: r.start_ms)
         return IterationTiming("wall", (t_end - self._t0) / 1e6, ranges, unfinished)
+
+
+class _WaitTimedWork(dist.Work):
+    """A Work whose completion time is taken when ``wait()`` returns (no future to hook)."""
+
+    def __init__(self, inner: dist.Work, entry: list[Any]) -> None:
+        super().__init__()
+        self._inner, self._entry = inner, entry
+
+    def wait(self, timeout: Any = None) -> bool:
+        done = self._inner.wait() if timeout is None else self._inner.wait(timeout)
+        if self._entry[3] is None:
+            self._entry[3] = time.perf_counter_ns()
+        return done
+
+    def is_completed(self) -> bool:
+        return self._inner.is_completed()
+
+    def is_success(self) -> bool:
+        return self._inner.is_success()
+
+    def exception(self) -> Any:
+        return self._inner.exception()
+
+    def source_rank(self) -> int:
+        return self._inner.source_rank()
+
+    def result(self) -> Any:
+        return self._inner.result()
+
+    def synchronize(self) -> None:
+        self._inner.synchronize()
 
 
 class CudaTimeline:

@@ -1,0 +1,75 @@
+"""Process group, device and model wrapping (FSDP2 ``fully_shard`` or DDP)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from aorta_core.benchmark.collectives import ddp_allreduce_hook
+from aorta_core.benchmark.config import ParallelConfig
+
+
+@dataclass(frozen=True)
+class DistContext:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+
+def pick_device(requested: str, local_rank: int) -> torch.device:
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but torch sees no GPU; use device=cpu or device=auto")
+    index = local_rank % torch.cuda.device_count()
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
+def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistContext:
+    """Join torchrun's group (env:// rendezvous) or make a one-process group in memory.
+
+    A group always exists, so FSDP2/DDP run the same code path with one process as with many.
+    """
+    local_rank = int(env.get("LOCAL_RANK", "0"))
+    device = pick_device(requested_device, local_rank)
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    kwargs = {"device_id": device} if device.type == "cuda" else {}
+    if "WORLD_SIZE" in env and "MASTER_ADDR" in env:
+        dist.init_process_group(backend=backend, timeout=timedelta(minutes=10), **kwargs)
+    else:
+        dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1,
+                                **kwargs)
+    return DistContext(dist.get_rank(), dist.get_world_size(), local_rank, device)
+
+
+def wrap_model(model: nn.Module, cfg: ParallelConfig, ctx: DistContext) -> nn.Module:
+    """FSDP2: shard every encoder layer, then the root. DDP: timed all-reduce comm hook."""
+    if cfg.mode == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model.layers:
+            fully_shard(layer, reshard_after_forward=cfg.reshard_after_forward)
+        fully_shard(model, reshard_after_forward=cfg.reshard_after_forward)
+        return model
+    from torch.nn.parallel import DistributedDataParallel
+
+    ddp = DistributedDataParallel(
+        model, device_ids=[ctx.device.index] if ctx.device.type == "cuda" else None,
+        bucket_cap_mb=cfg.bucket_cap_mb,
+    )
+    ddp.register_comm_hook(None, ddp_allreduce_hook)
+    return ddp
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+

@@ -1,0 +1,183 @@
+"""The training loop: one iteration = data, forward, backward, grad clip, optimizer step."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack, nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from omegaconf import DictConfig, OmegaConf
+
+from aorta_core.benchmark import distributed, gpu_diag
+from aorta_core.benchmark.collectives import patched_collectives
+from aorta_core.benchmark.config import BenchmarkConfig, default_stamp, resolve_output_dir
+from aorta_core.benchmark.data import make_batch, steps_per_epoch
+from aorta_core.benchmark.model import RankingTransformer, train_flops_per_step, weighted_bce
+from aorta_core.benchmark.profiler import Profiler, ProtonSession, plan_profiler
+from aorta_core.benchmark.telemetry import (
+    JsonlWriter, StepInfo, Summary, build_record, metrics_file, write_metrics_atomic,
+)
+from aorta_core.benchmark.timeline import make_timeline
+
+log = logging.getLogger("aorta.benchmark")
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def lr_lambda(warmup: int, total: int):
+    """Linear warm-up to the base lr, then linear decay to 0 at ``total`` (upstream's shape)."""
+
+    def factor(step: int) -> float:
+        if total <= 0:
+            return 1.0
+        if step < warmup:
+            return (step + 1) / max(1, warmup)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return factor
+
+
+def _shared_output_dir(cfg: BenchmarkConfig, env: Mapping[str, str]) -> Path:
+    """Rank 0 picks the timestamp; every rank gets the same folder."""
+    stamp = [default_stamp()]
+    if dist.get_world_size() > 1:
+        dist.broadcast_object_list(stamp, src=0)
+    return resolve_output_dir(cfg.output_dir, stamp[0], env)
+
+
+def _scalar(value: torch.Tensor) -> float:
+    full = getattr(value, "full_tensor", None)
+    return float((full() if full else value).item())
+
+
+def run(dcfg: DictConfig, env: Mapping[str, str]) -> dict[str, Any]:
+    """Run the benchmark in this process (one rank); return rank 0's summary metrics."""
+    cfg: BenchmarkConfig = OmegaConf.to_object(dcfg)
+    ctx = distributed.init_distributed(cfg.device, env)
+    try:
+        return _train(cfg, dcfg, ctx, env)
+    finally:
+        distributed.shutdown()
+
+
+def _train(cfg: BenchmarkConfig, dcfg: DictConfig, ctx: distributed.DistContext,
+           env: Mapping[str, str]) -> dict[str, Any]:
+    out_dir = _shared_output_dir(cfg, env)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if ctx.rank == 0:
+        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(dcfg))
+    torch.manual_seed(cfg.seed)
+    model = RankingTransformer(cfg.model).to(ctx.device)
+    model = distributed.wrap_model(model, cfg.parallel, ctx)
+    forward = model
+    if cfg.compile.enabled:
+        forward = torch.compile(model, backend=cfg.compile.backend, mode=cfg.compile.mode,
+                                fullgraph=cfg.compile.fullgraph)
+    t = cfg.training
+    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, betas=tuple(t.betas), eps=t.eps,
+                            weight_decay=t.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(t.warmup_steps, t.total_steps))
+    amp_dtype = AMP_DTYPES.get(t.mixed_precision)
+    scaler = torch.amp.GradScaler(ctx.device.type, enabled=t.mixed_precision == "fp16")
+    timeline = make_timeline(ctx.device, cfg.telemetry.enabled)
+    sampler = (gpu_diag.make_sampler(ctx.device)
+               if cfg.telemetry.enabled and cfg.telemetry.gpu_diagnostics else None)
+    flops = train_flops_per_step(cfg.model, cfg.data)
+    per_epoch = steps_per_epoch(cfg.data, ctx.world_size)
+    max_steps = t.max_steps if t.max_steps is not None else t.epochs * per_epoch
+    plan = plan_profiler(cfg.profiling, out_dir, ctx.rank, ctx.device, env)
+    writer = JsonlWriter(metrics_file(out_dir, ctx.rank))
+    summary = Summary(skip=min(cfg.telemetry.summary_skip_steps, max(0, max_steps - 1)))
+    comm_calls: dict[str, int] = {}
+    proton = ProtonSession(env, ctx.rank)
+    model.train()
+    global_step = 0
+    try:
+        with ExitStack() as stack:
+            if cfg.telemetry.enabled:
+                stack.enter_context(patched_collectives(timeline, comm_calls))
+            prof = stack.enter_context(Profiler(plan, ctx.rank)) if plan else None
+            for epoch in range(t.epochs):
+                for step in range(per_epoch):
+                    if global_step >= max_steps:
+                        break
+                    comm_calls.clear()
+                    unix0, wall0 = time.time_ns(), time.perf_counter_ns()
+                    lr = opt.param_groups[0]["lr"]
+                    timeline.begin()
+                    tag = f"epoch{epoch}_step{step}"
+                    with timeline.range("aux", "data", f"{tag}_data"):
+                        batch = make_batch(cfg.data, cfg.model, cfg.seed, ctx.rank, global_step,
+                                           ctx.device)
+                    timeline.handoff("aux", "compute", (batch.dense, batch.categorical,
+                                                        batch.target, batch.importance))
+                    with timeline.range("compute", "forward", f"{tag}_forward"):
+                        with (torch.autocast(ctx.device.type, dtype=amp_dtype) if amp_dtype
+                              else nullcontext()):
+                            logits = forward(batch.dense, batch.categorical)
+                        loss = weighted_bce(logits, batch.target, batch.importance)
+                    with timeline.range("compute", "backward", f"{tag}_backward"):
+                        scaler.scale(loss).backward()
+                    timeline.handoff("compute", "aux")
+                    grad_norm = None
+                    if t.grad_clip_norm > 0:
+                        with timeline.range("aux", "grad_clip", f"{tag}_grad_clip"):
+                            scaler.unscale_(opt)
+                            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(),
+                                                                       t.grad_clip_norm)
+                    with timeline.range("aux", "optimizer", f"{tag}_optimizer"):
+                        scaler.step(opt)
+                        scaler.update()
+                        opt.zero_grad(set_to_none=True)
+                        sched.step()
+                    timing = timeline.end()
+                    loss_value = float(loss.item())
+                    norm_value = _scalar(grad_norm) if grad_norm is not None else None
+                    wall1, unix1 = time.perf_counter_ns(), time.time_ns()
+                    gpu = None
+                    if sampler and global_step % cfg.telemetry.gpu_diag_interval == 0:
+                        gpu = sampler()
+                    info = StepInfo(
+                        rank=ctx.rank, world_size=ctx.world_size, epoch=epoch, step=step,
+                        global_step=global_step, loss=loss_value,
+                        grad_norm=norm_value if norm_value is None or math.isfinite(norm_value)
+                        else None,
+                        lr=lr, device=ctx.device.type, time_start_unix_ns=unix0,
+                        time_end_unix_ns=unix1, step_time_ms=(wall1 - wall0) / 1e6,
+                        samples=cfg.data.batch_size * ctx.world_size, flops=flops,
+                    )
+                    record = build_record(info, timing, comm_calls, gpu)
+                    writer.write(record)
+                    summary.add(record, wall0, wall1)
+                    if prof:
+                        prof.step()
+                    if ctx.rank == 0 and (global_step % t.log_interval == 0
+                                          or global_step == max_steps - 1):
+                        _log_step(record)
+                    global_step += 1
+                if global_step >= max_steps:
+                    break
+    finally:
+        writer.close()
+        proton.finalize()
+    metrics = summary.metrics()
+    if ctx.rank == 0 and env.get("AORTA_METRICS_PATH"):
+        write_metrics_atomic(Path(env["AORTA_METRICS_PATH"]), metrics)
+    if ctx.rank == 0:
+        log.info("benchmark done: %s -> %s", metrics, out_dir)
+    return metrics
+
+
+def _log_step(record: Any) -> None:
+    overlap = record.compute_comm_ms if isinstance(record.compute_comm_ms, float) else None
+    extra = f" overlap={overlap:.3f}ms compute={record.compute_ms:.3f}ms" if overlap is not None \
+        else ""
+    log.info("epoch=%d step=%d loss=%.5f lr=%.3g step_time=%.2fms%s", record.epoch, record.step,
+             record.loss, record.lr, record.step_time_ms, extra)
+

@@ -1,0 +1,88 @@
+"""Helpers of the core tests: drive the real ``aorta`` CLI in a subprocess, and install throwaway collector
+plugins as real distributions (dist-info + entry point) on a private PYTHONPATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+
+
+def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120):
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "aorta_core", *args],
+        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def records(output: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(output.glob("cells/*/trial_*/record.json"))]
+
+
+class PluginSite:
+    """A folder on PYTHONPATH where tests install collector plugins as real distributions."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def add(self, name: str, source: str, *, version: str = "0.3.1", yaml: str | None = None):
+        package = f"aorta_test_{name}"
+        pkg = self.root / package
+        (pkg / "conf" / "collector").mkdir(parents=True)
+        for init in (pkg, pkg / "conf", pkg / "conf" / "collector"):
+            (init / "__init__.py").write_text("")
+        (pkg / "plugin.py").write_text(textwrap.dedent(source))
+        (pkg / "conf" / "collector" / f"{name}.yaml").write_text(
+            yaml if yaml is not None else
+            f"# @package collector.{name}\ndefaults:\n  - /aorta_schema/collector/{name}@_here_\n"
+            "  - _self_\n"
+        )
+        dist = self.root / f"aorta_test_{name}-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: aorta-test-{name}\nVersion: {version}\n"
+        )
+        (dist / "entry_points.txt").write_text(
+            f"[aorta.collectors]\n{name} = {package}.plugin\n"
+        )
+
+    @property
+    def env(self) -> dict[str, str]:
+        path = os.environ.get("PYTHONPATH", "")
+        return {"PYTHONPATH": f"{self.root}{os.pathsep}{path}" if path else str(self.root)}
+
+
+#: A minimal well-behaved collector: wraps with `env <NAME>_WRAPPED=1`, writes one artifact.
+GOOD_COLLECTOR = '''
+import dataclasses
+from dataclasses import dataclass
+from aorta_core import CollectorInfo, hookimpl
+
+@dataclass
+class Options:
+    level: int = 1
+
+@hookimpl
+def aorta_collector():
+    return CollectorInfo(description="test collector", options=Options,
+                         config_package=__package__ + ".conf", wrap_order={order})
+
+@hookimpl
+def wrap_argv(launch, options, artifact_dir):
+    (artifact_dir / "wrapped.txt").write_text("{name}")
+    return dataclasses.replace(launch, argv=("env", "{name}_WRAPPED=1", *launch.argv))
+
+@hookimpl
+def parse_metrics(artifact_dir, options):
+    return {{"{name}_level": options.level, "{name}_files": len(list(artifact_dir.iterdir()))}}
+'''
+
+
+def good_collector(name: str, order: int = 50) -> str:
+    return GOOD_COLLECTOR.format(name=name, order=order)

@@ -1,0 +1,221 @@
+"""Collector plugins as real distributions: discovery, isolation, hook calls, options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_helpers import good_collector, records, run_aorta
+
+#: Keep the installed first-party collectors out of these tests' way.
+ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": "rocprof,proton,torchprof,rusage"}
+
+
+def _env(site) -> dict[str, str]:
+    return {**site.env, **ONLY_TEST_PLUGINS}
+
+
+def _plugins(site, tmp_path, extra=None) -> dict[str, dict]:
+    done = run_aorta(["plugins", "--json"], cwd=tmp_path, env={**_env(site), **(extra or {})})
+    assert done.returncode == 0, done.stderr
+    return {row["name"]: row for row in json.loads(done.stdout)}
+
+
+def test_broken_plugin_is_reported_and_the_others_keep_working(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("broken", "import no_such_module_anywhere\n", version="9.9")
+    rows = _plugins(plugin_site, tmp_path)
+    assert rows["good"]["status"] == "ok" and rows["good"]["distribution"] == "aorta-test-good"
+    assert rows["broken"] == {
+        "name": "broken", "distribution": "aorta-test-broken", "version": "9.9",
+        "status": "error", "description": None,
+        "error": "ModuleNotFoundError: No module named 'no_such_module_anywhere'",
+    }
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=good", f"output={out}", "--", "true"],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    assert "collector broken (aorta-test-broken 9.9) is unusable" in done.stderr
+    (rec,) = records(out)
+    assert rec["verdict"] == "pass" and rec["metrics"]["good_level"] == 1
+
+
+def test_strict_mode_and_disable_list(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("broken", "raise RuntimeError('bad import')\n")
+    done = run_aorta(["plugins"], cwd=tmp_path,
+                     env={**_env(plugin_site), "AORTA_STRICT_PLUGINS": "1"})
+    assert done.returncode == 2
+    assert "collector 'broken' (aorta-test-broken 0.3.1) failed to load: RuntimeError: bad import" \
+        in done.stderr
+    rows = _plugins(plugin_site, tmp_path,
+                    {"AORTA_DISABLE_PLUGINS": "broken,rocprof,proton,torchprof,rusage"})
+    assert rows["broken"]["status"] == "disabled" and rows["good"]["status"] == "ok"
+
+
+def test_misspelled_hook_is_an_error(plugin_site, tmp_path: Path):
+    source = good_collector("typo").replace("def wrap_argv(", "def wrap_arvg(")
+    plugin_site.add("typo", source)
+    rows = _plugins(plugin_site, tmp_path)
+    assert rows["typo"]["status"] == "error"
+    assert "unknown hook 'wrap_arvg'" in rows["typo"]["error"]
+
+
+def test_plugins_table_is_human_readable(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    done = run_aorta(["plugins"], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0
+    assert "good" in done.stdout and "aorta-test-good" in done.stdout and "ok" in done.stdout
+
+
+def test_two_collectors_wrap_in_order_and_both_parse(plugin_site, tmp_path: Path):
+    plugin_site.add("outer", good_collector("outer", order=10))
+    plugin_site.add("inner", good_collector("inner", order=30))
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=[inner,outer]",
+                      "collector.outer.level=7", f"output={out}", "--", "true"],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    (rec,) = records(out)
+    assert rec["argv_run"] == ["env", "outer_WRAPPED=1", "env", "inner_WRAPPED=1", "true"]
+    assert rec["metrics"]["outer_level"] == 7 and rec["metrics"]["inner_level"] == 1
+    trial_dir = out / "cells" / rec["cell"] / "trial_000"
+    assert rec["metrics"]["inner_artifact_dir"] == str(trial_dir / "inner")
+    assert (trial_dir / "outer" / "wrapped.txt").read_text() == "outer"
+    assert rec["collectors"]["outer"]["options"] == {"level": 7}
+    assert rec["collectors"]["outer"]["version"] == "0.3.1"
+
+
+def test_option_typos_and_bad_types_fail_at_compose_naming_the_key(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "collector=good", "collector.good.levle=2", f"output={out}",
+                      "--", "true"], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode != 0
+    assert "collector.good.levle" in done.stderr
+    done = run_aorta(["sweep=repeat", "collector=good", "collector.good.level=high",
+                      f"output={out}", "--", "true"], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode != 0
+    assert "collector.good.level" in done.stderr
+    assert not (out / "cells").exists()
+
+
+def test_unknown_collector_lists_the_installed_ones(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    done = run_aorta(["sweep=repeat", "collector=nope", "--", "true"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode != 0
+    assert "Could not find 'collector/nope'" in done.stderr
+    assert "Available options in 'collector':" in done.stderr and "\tgood" in done.stderr
+
+
+VALIDATING = good_collector("picky") + '''
+from aorta_core import OptionError
+
+@hookimpl
+def check_options(options, selected):
+    if options.level > 3:
+        raise OptionError(f"level={options.level} is too high; use 1, 2 or 3")
+'''
+
+
+def test_check_options_stops_the_cell_before_anything_runs(plugin_site, tmp_path: Path):
+    plugin_site.add("picky", VALIDATING)
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "collector=picky", "collector.picky.level=9",
+                      f"output={out}", "--", "touch", str(tmp_path / "ran")],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 1
+    assert "collector.picky: level=9 is too high; use 1, 2 or 3" in done.stderr
+    assert not (tmp_path / "ran").exists()
+
+
+FAULTY = good_collector("faulty") + '''
+from aorta_core import SetupError
+
+@hookimpl
+def collect_artifacts(artifact_dir, options, run):
+    (artifact_dir / "late.txt").write_text(str(run.returncode))
+    return [artifact_dir / "late.txt"]
+
+def _wrap(launch, options, artifact_dir):
+    if options.level == 2:
+        raise SetupError("profiler binary missing; set FAULTY_BIN")
+    if options.level == 3:
+        raise RuntimeError("plugin bug")
+    return launch
+
+def _parse(artifact_dir, options):
+    import warnings
+    if options.level == 1:
+        raise ValueError("cannot parse")
+    warnings.warn("artifact partly unreadable")
+    return {"faulty_ok": 1.5, "faulty_nan": float("nan"), "unprefixed": 3, "faulty_obj": {"a": 1}}
+
+wrap_argv = hookimpl(_wrap)
+parse_metrics = hookimpl(_parse)
+'''
+
+
+def test_hook_failures_are_isolated_to_the_collector_and_trial(plugin_site, tmp_path: Path):
+    plugin_site.add("faulty", FAULTY.replace("@hookimpl\ndef wrap_argv", "def _unused_wrap")
+                    .replace("@hookimpl\ndef parse_metrics", "def _unused_parse"))
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "collector=faulty",
+                      "collector.faulty.level=1,2,3,4", f"output={out}", "--", "true"],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    by_level = {r["axes"]["collector.faulty.level"]: r for r in records(out)}
+    assert by_level["1"]["verdict"] == "pass"
+    assert "parse_metrics failed: ValueError: cannot parse" in by_level["1"]["warnings"]["faulty"]
+    assert by_level["1"]["collectors"]["faulty"]["artifacts"] == ["faulty/late.txt"]
+    assert by_level["2"]["verdict"] == "error"
+    assert by_level["2"]["error"] == "faulty: profiler binary missing; set FAULTY_BIN"
+    assert by_level["3"]["error"] == "faulty: RuntimeError: plugin bug"
+    four = by_level["4"]
+    assert four["verdict"] == "pass"
+    assert four["metrics"]["faulty_ok"] == 1.5
+    assert "faulty_nan" not in four["metrics"] and "unprefixed" not in four["metrics"]
+    assert "faulty_obj" not in four["metrics"]
+    notes = four["warnings"]["faulty"]
+    assert "artifact partly unreadable" in notes
+    assert "metric 'unprefixed' lacks the faulty_ prefix; dropped" in notes
+    assert "faulty: profiler binary missing; set FAULTY_BIN" in done.stderr
+
+
+def test_glob_sweeps_every_installed_collector(plugin_site, tmp_path: Path):
+    plugin_site.add("one", good_collector("one"))
+    plugin_site.add("two", good_collector("two"))
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "collector=glob(*)", f"output={out}",
+                      "--", "true"], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert sorted(c["axes"]["collector"] for c in matrix["cells"]) == ["one", "two"]
+    assert {c["collectors"][0] for c in matrix["cells"]} == {"one", "two"}
+
+
+def test_retention_prunes_after_parsing_and_records_it(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=good", "retain.on_pass=log",
+                      f"output={out}", "--", "true"], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    (rec,) = records(out)
+    assert rec["metrics"]["good_files"] == 1
+    assert rec["retention"] == {"level": "log", "deleted": ["good/"]}
+    trial_dir = out / "cells" / rec["cell"] / "trial_000"
+    assert not (trial_dir / "good").exists() and (trial_dir / "stdout.log").exists()
+
+
+def test_parse_subcommand_prints_metrics_as_json(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    (folder / "a.txt").write_text("x")
+    done = run_aorta(["parse", "good", str(folder)], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"good_level": 1, "good_files": 1,
+                                       "good_artifact_dir": str(folder)}
+    done = run_aorta(["parse", "nope", str(folder)], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 2 and "unknown collector 'nope'; installed: good" in done.stderr
