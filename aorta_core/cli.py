@@ -60,7 +60,12 @@ def run_sweep(args: list[str]) -> int:
     hydra_args, command = split_command(args)
     _load_registry_or_exit()
     searchpath.install()
-    if not any(a in ("--help", "-h", "--hydra-help", "--info", "-i") for a in hydra_args):
+    if "--help" in hydra_args or "-h" in hydra_args:
+        from aorta_core.help import print_help
+
+        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")])
+        return 0
+    if not any(a in ("--hydra-help", "--info", "-i", "--cfg", "-c") for a in hydra_args):
         hydra_args = _with_output(hydra_args)
     register_command(command)
     sys.argv = [sys.argv[0], *hydra_args]

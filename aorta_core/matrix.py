@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from aorta_core.records import RECORD_NAME, SCHEMA_VERSION, write_json_atomic
 
@@ -37,58 +37,84 @@ def _subdirs(path: Path) -> Iterator[os.DirEntry]:
         return
 
 
-def _load(path: str) -> dict[str, Any] | None:
+class _Environment(msgspec.Struct):
+    host: str | None = None
+    gpus: list[Any] = []
+    packages: dict[str, str | None] = {}
+    collectors: dict[str, str] = {}
+    python: str | None = None
+
+
+class _Record(msgspec.Struct):
+    """The part of a trial record the matrix needs; msgspec skips the rest while decoding."""
+
+    cell: str
+    verdict: str
+    schema_version: int
+    trial: int | None = None
+    axes: dict[str, str] = {}
+    argv: list[str] | None = None
+    wall_time_s: float | None = None
+    metrics: dict[str, float | int | str | list[str] | bool | None] = {}
+    environment: _Environment = msgspec.field(default_factory=_Environment)
+
+
+_decode_record = msgspec.json.Decoder(_Record).decode
+
+
+def _load_cell(path: str) -> dict[str, Any] | None:
     try:
         with open(path, "rb") as fh:
-            value = orjson.loads(fh.read())
-    except (OSError, orjson.JSONDecodeError):
+            value = msgspec.json.decode(fh.read())
+    except (OSError, msgspec.DecodeError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def scan(output: Path) -> tuple[list[dict], list[dict], list[Path]]:
+def scan(output: Path) -> tuple[list[dict], list[_Record], list[Path]]:
     """(cell descriptions, trial records, unreadable record paths) under ``output/cells``."""
     cells, records, unreadable = [], [], []
     for cell_entry in _subdirs(output / "cells"):
-        cell = _load(os.path.join(cell_entry.path, CELL_FILE)) or {"cell": cell_entry.name}
+        cell = _load_cell(os.path.join(cell_entry.path, CELL_FILE)) or {"cell": cell_entry.name}
         cell["dir"] = f"cells/{cell_entry.name}"
         cells.append(cell)
         for trial_entry in _subdirs(Path(cell_entry.path)):
             if not trial_entry.name.startswith("trial_"):
                 continue
             path = os.path.join(trial_entry.path, RECORD_NAME)
-            record = _load(path)
-            if record is None or "verdict" not in record:
-                if os.path.exists(path):
-                    unreadable.append(Path(path))
+            try:
+                with open(path, "rb") as fh:
+                    records.append(_decode_record(fh.read()))
+            except FileNotFoundError:
                 continue
-            record["_cell_dir"] = cell["dir"]
-            records.append(record)
+            except (OSError, msgspec.DecodeError):
+                unreadable.append(Path(path))
     return cells, records, unreadable
 
 
-def _long_rows(records: list[dict], axis_names: list[str]) -> dict[str, list]:
-    cols: dict[str, list] = {k: [] for k in ("cell", "trial", "verdict", "metric", "value", "text")}
+def _long_rows(records: list[_Record], axis_names: list[str]) -> dict[str, list]:
+    cell, trial, verdict, metric, value, text = [], [], [], [], [], []
     axis_cols: dict[str, list] = {a: [] for a in axis_names}
     for rec in records:
-        metrics = dict(rec.get("metrics") or {})
-        if rec.get("wall_time_s") is not None:
-            metrics["wall_time_s"] = rec["wall_time_s"]
-        axes = rec.get("axes") or {}
-        for key, value in metrics.items():
-            cols["cell"].append(rec["cell"])
-            cols["trial"].append(rec.get("trial"))
-            cols["verdict"].append(rec["verdict"])
-            cols["metric"].append(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                cols["value"].append(float(value))
-                cols["text"].append(None)
+        items = list(rec.metrics.items())
+        if rec.wall_time_s is not None:
+            items.append(("wall_time_s", rec.wall_time_s))
+        n = len(items)
+        cell += [rec.cell] * n
+        trial += [rec.trial] * n
+        verdict += [rec.verdict] * n
+        for a in axis_names:
+            axis_cols[a] += [rec.axes.get(a)] * n
+        for key, v in items:
+            metric.append(key)
+            if (type(v) is float or type(v) is int):
+                value.append(v)
+                text.append(None)
             else:
-                cols["value"].append(None)
-                cols["text"].append(value if isinstance(value, str) else orjson.dumps(value).decode())
-            for a in axis_names:
-                axis_cols[a].append(axes.get(a))
-    return {**{f"axis:{a}": v for a, v in axis_cols.items()}, **cols}
+                value.append(None)
+                text.append(v if type(v) is str else msgspec.json.encode(v).decode())
+    return {**{f"axis:{a}": v for a, v in axis_cols.items()}, "cell": cell, "trial": trial,
+            "verdict": verdict, "metric": metric, "value": value, "text": text}
 
 
 def _summaries(long) -> dict[str, dict[str, dict[str, float | int | None]]]:
@@ -113,25 +139,25 @@ def _summaries(long) -> dict[str, dict[str, dict[str, float | int | None]]]:
     return out
 
 
-def _texts(records: list[dict]) -> dict[str, dict[str, Any]]:
+def _texts(records: list[_Record]) -> dict[str, dict[str, Any]]:
     """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     out: dict[str, dict[str, Any]] = {}
-    for rec in sorted(records, key=lambda r: (r["cell"], r.get("trial") or 0)):
-        if rec["verdict"] != "pass" or rec["cell"] in out:
+    for rec in sorted(records, key=lambda r: (r.cell, r.trial or 0)):
+        if rec.verdict != "pass" or rec.cell in out:
             continue
-        out[rec["cell"]] = {
-            k: v for k, v in (rec.get("metrics") or {}).items()
+        out[rec.cell] = {
+            k: v for k, v in rec.metrics.items()
             if not isinstance(v, (int, float)) and not k.endswith("_artifact_dir")
         }
     return out
 
 
-def _environments(records: list[dict]) -> list[dict[str, Any]]:
+def _environments(records: list[_Record]) -> list[dict[str, Any]]:
     seen: dict[bytes, dict] = {}
     for rec in records:
-        env = rec.get("environment") or {}
-        key = {k: env.get(k) for k in ("host", "gpus", "packages", "collectors", "python")}
-        seen.setdefault(orjson.dumps(key, option=orjson.OPT_SORT_KEYS), key)
+        key = msgspec.json.encode(rec.environment)
+        if key not in seen:
+            seen[key] = msgspec.structs.asdict(rec.environment)
     return list(seen.values())
 
 
@@ -141,7 +167,7 @@ def build(output: Path) -> MatrixResult:
 
     output = Path(output)
     cells, records, unreadable = scan(output)
-    axis_names = sorted({a for r in records for a in (r.get("axes") or {})}
+    axis_names = sorted({a for r in records for a in r.axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
     long = pl.DataFrame(
         _long_rows(records, axis_names),
@@ -152,13 +178,12 @@ def build(output: Path) -> MatrixResult:
     summaries = _summaries(long)
     texts = _texts(records)
     counts: dict[str, dict[str, int]] = {}
+    first: dict[str, _Record] = {}
     for rec in records:
-        c = counts.setdefault(rec["cell"], dict.fromkeys(("total", *VERDICTS), 0))
+        c = counts.setdefault(rec.cell, dict.fromkeys(("total", *VERDICTS), 0))
         c["total"] += 1
-        c[rec["verdict"]] = c.get(rec["verdict"], 0) + 1
-    first = {}
-    for rec in records:
-        first.setdefault(rec["cell"], rec)
+        c[rec.verdict] = c.get(rec.verdict, 0) + 1
+        first.setdefault(rec.cell, rec)
     matrix_cells = []
     for cell in cells:
         name = cell["cell"]
@@ -166,8 +191,8 @@ def build(output: Path) -> MatrixResult:
         matrix_cells.append({
             "cell": name,
             "dir": cell["dir"],
-            "axes": cell.get("axes") or (first.get(name) or {}).get("axes") or {},
-            "command": cell.get("command") or (first.get(name) or {}).get("argv"),
+            "axes": cell.get("axes") or (first[name].axes if name in first else {}),
+            "command": cell.get("command") or (first[name].argv if name in first else None),
             "collectors": cell.get("collectors") or [],
             "error": cell.get("error"),
             "trials": counts.get(name, dict.fromkeys(("total", *VERDICTS), 0)),

@@ -238,3 +238,4 @@ def test_help_answers_and_lists_recipes(tmp_path: Path):
     done = run_aorta(["--help"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "sweep: default, grid, repeat" in done.stdout
+    assert "== Config ==" in done.stdout and "trials: 2" in done.stdout

@@ -33,7 +33,9 @@ class RankingTransformer(nn.Module):
         )
         self.norm = nn.LayerNorm(cfg.model_dim)
         self.scorer = nn.Sequential(
-            nn.Linear(cfg.model_dim, cfg.model_dim // 2), nn.GELU(), nn.Linear(cfg.model_dim // 2, 1)
+            nn.Linear(cfg.model_dim, cfg.model_dim // 2),
+            nn.GELU(),
+            nn.Linear(cfg.model_dim // 2, 1),
         )
 
     def forward(self, dense: torch.Tensor, categorical: torch.Tensor) -> torch.Tensor:

@@ -45,7 +45,7 @@ def compute_overlap(ranges: Iterable[Range], total_ms: float) -> Overlap:
                 union += dt
                 for s in active:
                     busy[s] = busy.get(s, 0.0) + dt
-                if kinds["compute"] > 0:
+                if streams["compute"] > 0:
                     comm = [k for k in COMM_KINDS if kinds[k] > 0]
                     for k in comm:
                         ov[f"compute_{k}"] += dt

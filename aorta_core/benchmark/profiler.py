@@ -45,8 +45,8 @@ def plan_profiler(cfg: ProfilingConfig, output_dir: Path, rank: int, device: tor
     if env.get("AORTA_TORCHPROF_DIR"):
         options = _torchprof_options(env.get("AORTA_TORCHPROF_OPTIONS", ""))
         known = {f.name for f in fields(ProfilingConfig)}
-        settings = replace(cfg, enabled=True,
-                           **{k: v for k, v in options.items() if k in TORCHPROF_KEYS and k in known})
+        chosen = {k: v for k, v in options.items() if k in TORCHPROF_KEYS and k in known}
+        settings = replace(cfg, enabled=True, **chosen)
         root, source = Path(env["AORTA_TORCHPROF_DIR"]), "torchprof-env"
         requested = options.get("activities")
         if isinstance(requested, list) and requested:
@@ -97,18 +97,20 @@ class Profiler:
 
         The TensorBoard file *is* a chrome trace, so with both switches on one file is written.
         """
-        s, suffix = self.plan.settings, ".pt.trace.json" + (".gz" if self.plan.settings.gzip else "")
+        s = self.plan.settings
+        suffix = ".pt.trace.json" + (".gz" if s.gzip else "")
+        last = max(0, prof.step_num - 1)  # ProfilerStep#<last> is the cycle's last recorded step
         try:
             if s.tensorboard:
                 handler = torch.profiler.tensorboard_trace_handler(
                     str(self.plan.rank_dir), worker_name=f"rank{self.rank}", use_gzip=s.gzip)
                 handler(prof)
             elif s.chrome_trace:
-                path = self.plan.rank_dir / f"rank{self.rank}_step{prof.step_num}{suffix}"
+                path = self.plan.rank_dir / f"rank{self.rank}_step{last}{suffix}"
                 prof.export_chrome_trace(str(path))
             if s.key_averages:
                 table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40)
-                path = self.plan.rank_dir / f"rank{self.rank}_step{prof.step_num}_key_averages.txt"
+                path = self.plan.rank_dir / f"rank{self.rank}_step{last}_key_averages.txt"
                 path.write_text(table + "\n")
         except (OSError, RuntimeError) as exc:
             warnings.warn(f"profiling: trace export failed on rank {self.rank}: {exc}",
@@ -138,7 +140,13 @@ class ProtonSession:
             warnings.warn("AORTA_PROTON_DIR is set but aorta_proton is not installed "
                           "(pip install aorta-proton); Proton is not started", stacklevel=2)
             return
-        if payload.start():
+        try:
+            started = payload.start()
+        except (ImportError, RuntimeError) as exc:
+            warnings.warn(f"AORTA_PROTON_DIR is set but Proton could not start ({exc}); "
+                          "this run has no Proton profile", stacklevel=2)
+            return
+        if started:
             self._payload = payload
 
     def finalize(self) -> None:

@@ -20,7 +20,8 @@ Number = int | float
 class Range(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """One timed interval of an iteration, in ms from the iteration start."""
 
-    kind: str  # data | forward | backward | grad_clip | optimizer | allreduce | reducescatter | allgather
+    #: data | forward | backward | grad_clip | optimizer | allreduce | reducescatter | allgather
+    kind: str
     tag: str
     start_ms: float
     end_ms: float

@@ -228,7 +228,8 @@ def _range(kind: str, tag: str, start_ms: float, end_ms: float, stream: str | No
                  duration_ms=end_ms - start_ms, **extra)
 
 
-def make_timeline(device: torch.device, enabled: bool) -> NullTimeline | WallTimeline | CudaTimeline:
+def make_timeline(device: torch.device, enabled: bool
+                  ) -> NullTimeline | WallTimeline | CudaTimeline:
     if not enabled:
         return NullTimeline(device)
     if device.type == "cuda":

@@ -21,7 +21,12 @@ from aorta_core.benchmark.data import make_batch, steps_per_epoch
 from aorta_core.benchmark.model import RankingTransformer, train_flops_per_step, weighted_bce
 from aorta_core.benchmark.profiler import Profiler, ProtonSession, plan_profiler
 from aorta_core.benchmark.telemetry import (
-    JsonlWriter, StepInfo, Summary, build_record, metrics_file, write_metrics_atomic,
+    JsonlWriter,
+    StepInfo,
+    Summary,
+    build_record,
+    metrics_file,
+    write_metrics_atomic,
 )
 from aorta_core.benchmark.timeline import make_timeline
 

@@ -1,0 +1,80 @@
+"""Sessions: lint, tests, third_party (a real pip install of an outside collector), bench, demo.
+
+torch is pinned here (and only here) to the CPU wheel the project tests against; aorta's own
+metadata keeps a loose lower bound so that it never replaces a user's torch.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import date
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["lint", "tests", "third_party"]
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = False
+
+TORCH = "torch==2.13.0"
+ROOT = Path(__file__).parent
+PLUGINS = sorted(str(p.parent) for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+
+def _install_everything(session: nox.Session, editable: bool = True) -> None:
+    session.install(TORCH)
+    flag = ["-e"] if editable else []
+    session.install(*flag, ".[test]")
+    for plugin in PLUGINS:
+        session.install(*flag, f"{plugin}[test]" if _has_test_extra(plugin) else plugin)
+
+
+def _has_test_extra(plugin: str) -> bool:
+    return "test =" in (Path(plugin) / "pyproject.toml").read_text()
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Core and plugin tests against real tools (PyTorch profiler, torchrun/gloo, Hydra)."""
+    _install_everything(session)
+    session.install("-e", "tests/third_party_collector")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def third_party(session: nox.Session) -> None:
+    """A collector from outside the repo, pip-installed for real, shows up and runs in a sweep."""
+    session.install(TORCH)
+    session.install(".")
+    session.install("./tests/third_party_collector")
+    session.run("python", "tests/third_party_collector/check_install.py", str(session.create_tmp()))
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run every bench/bench_*.py and write their results with machine and date to BENCHMARKS.md."""
+    _install_everything(session)
+    results = []
+    for script in sorted(ROOT.glob("bench/bench_*.py")):
+        if script.name.endswith("_gpu.py"):
+            continue  # GPU benchmarks run on the GPU machine; their results are committed there
+        out = session.run("python", str(script), *session.posargs, silent=True)
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    stamp = {"date": date.today().isoformat(), "machine": f"{platform.node()} "
+             f"({platform.machine()}, {platform.processor() or 'cpu'})", "results": results}
+    (ROOT / "bench" / "results_cpu.json").write_text(json.dumps(stamp, indent=2) + "\n")
+    session.run("python", "bench/render.py")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The README's first command: the default sweep, with every collector installed."""
+    _install_everything(session)
+    session.run("python", "-m", "aorta_core", *session.posargs)

@@ -1,0 +1,94 @@
+"""Records on disk and the matrix computed from them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from aorta_core.cells import cell_name
+from aorta_core.matrix import build
+from aorta_core.records import SCHEMA_VERSION, read_record, write_json_atomic
+
+
+def _record(cell: str, trial: int, verdict: str, metrics: dict, wall: float) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "cell": cell, "axes": {"size": cell[-1]},
+            "trial": trial, "verdict": verdict, "wall_time_s": wall, "metrics": metrics,
+            "environment": {"host": "h", "gpus": [], "packages": {}, "python": "3.11"}}
+
+
+def _write(output: Path, rec: dict) -> None:
+    folder = output / "cells" / rec["cell"] / f"trial_{rec['trial']:03d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(folder / "record.json", rec)
+
+
+def test_atomic_write_and_forgiving_read(tmp_path: Path):
+    path = tmp_path / "record.json"
+    write_json_atomic(path, {"schema_version": 1, "verdict": "pass", "x": float("nan"),
+                             "p": tmp_path})
+    assert read_record(path) == {"schema_version": 1, "verdict": "pass", "x": None,
+                                 "p": str(tmp_path)}
+    assert list(tmp_path.iterdir()) == [path]
+    path.write_text('{"schema_version": 1, "verdict": "pa')
+    assert read_record(path) is None
+    path.write_text("[1, 2]")
+    assert read_record(path) is None
+    assert read_record(tmp_path / "missing.json") is None
+
+
+def test_matrix_statistics_cover_passing_trials_only(tmp_path: Path):
+    times = {"s=1": [1.0, 2.0, 4.0], "s=2": [10.0, 30.0]}
+    for cell, values in times.items():
+        for i, v in enumerate(values):
+            _write(tmp_path, _record(cell, i, "pass", {"x_gpu_time_ms": v, "x_top_kernels": ["k"],
+                                                       "x_artifact_dir": "/a"}, wall=v / 10))
+    _write(tmp_path, _record("s=1", 3, "fail", {"x_gpu_time_ms": 999.0}, wall=9.0))
+    _write(tmp_path, _record("s=2", 2, "error", {}, wall=0.1))
+    result = build(tmp_path)
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert [c["cell"] for c in matrix["cells"]] == ["s=1", "s=2"]
+    one, two = matrix["cells"]
+    assert one["trials"] == {"total": 4, "pass": 3, "fail": 1, "error": 0}
+    assert two["trials"] == {"total": 3, "pass": 2, "fail": 0, "error": 1}
+    for cell, values in zip((one, two), times.values(), strict=True):
+        stats = cell["metrics_summary"]["x_gpu_time_ms"]
+        assert stats["mean"] == pytest.approx(statistics.mean(values))
+        assert stats["median"] == pytest.approx(statistics.median(values))
+        assert stats["std"] == pytest.approx(statistics.stdev(values))
+        assert (stats["min"], stats["max"], stats["n"]) == (min(values), max(values), len(values))
+        assert cell["wall_time_s"]["n"] == len(values)
+        assert cell["metrics_text"] == {"x_top_kernels": ["k"]}
+    assert matrix["trials"] == {"total": 7, "pass": 5, "fail": 1, "error": 1}
+    long = pl.read_parquet(tmp_path / "matrix.parquet")
+    assert set(long.columns) == {"axis:size", "cell", "trial", "verdict", "metric", "value", "text"}
+    fail_row = long.filter((pl.col("verdict") == "fail") & (pl.col("metric") == "x_gpu_time_ms"))
+    assert fail_row["value"].to_list() == [999.0]
+    assert long.filter(pl.col("metric") == "x_top_kernels")["text"][0] == '["k"]'
+    perf = (tmp_path / "perf.md").read_text()
+    assert "| s=1 | 1 | 3/1/0 |" in perf and "x_gpu_time_ms" in perf
+    assert "2 ±1.528" in perf
+    assert result.paths[0] == tmp_path / "matrix.json"
+
+
+def test_matrix_of_a_cell_that_could_not_run(tmp_path: Path):
+    (tmp_path / "cells" / "c").mkdir(parents=True)
+    (tmp_path / "cells" / "c" / "cell.json").write_text(json.dumps({"cell": "c", "error": "bad"}))
+    build(tmp_path)
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    assert matrix["cells"][0]["error"] == "bad"
+    assert matrix["cells"][0]["trials"]["total"] == 0
+    assert "- `c`: bad" in (tmp_path / "perf.md").read_text()
+
+
+def test_cell_names_are_folder_safe_and_stable():
+    assert cell_name("") == "default"
+    assert cell_name("a=1,b=x") == "a=1,b=x"
+    odd = cell_name("collector=[a,b],cmd=x/y z")
+    assert "/" not in odd and " " not in odd and "[" not in odd
+    assert odd == cell_name("collector=[a,b],cmd=x/y z")
+    assert odd != cell_name("collector=[a,b],cmd=x/y_z")
+    assert len(cell_name("k=" + "v" * 500)) <= 110
