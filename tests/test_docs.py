@@ -1,0 +1,27 @@
+"""Docs that cannot drift: every hook is documented with its exact signature."""
+
+import inspect
+from pathlib import Path
+
+import pluggy
+
+from aorta_core import hookspecs
+
+DOC = Path(__file__).parent.parent / "docs" / "plugins.md"
+
+
+def _hooks():
+    marker = pluggy.HookspecMarker("aorta")
+    return [f for _, f in inspect.getmembers(hookspecs, inspect.isfunction)
+            if hasattr(f, marker.project_name + "_spec")]
+
+
+def test_every_hook_is_documented_with_its_signature():
+    text = DOC.read_text()
+    hooks = _hooks()
+    assert {h.__name__ for h in hooks} == {"aorta_collector", "check_options", "wrap_argv",
+                                           "collect_artifacts", "parse_metrics"}
+    for hook in hooks:
+        signature = str(inspect.signature(hook)).replace("'", "")
+        assert f"### `{hook.__name__}{signature}`" in text, f"{hook.__name__} undocumented"
+        assert hook.__doc__, f"{hook.__name__} has no docstring"
