@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from pathlib import Path
@@ -67,6 +68,14 @@ def _collectors(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
                 f"collector {name!r} is not installed or failed to load; see `aorta plugins`"
             )
         options[name] = OmegaConf.to_object(selected[name])
+        # `+collector.x.key=v` appends a key even to a structured node: refuse it here.
+        known = {f.name for f in dataclasses.fields(options[name])}
+        for key in selected[name]:
+            if key not in known:
+                raise ConfigError(
+                    f"collector.{name}.{key} is not an option of {name}; "
+                    f"valid: {', '.join(sorted(known))}"
+                )
     for name, opts in options.items():
         try:
             registry.call(name, "check_options", options=opts, selected=options)

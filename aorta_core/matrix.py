@@ -2,12 +2,19 @@
 
 Run at the end of a multirun (Hydra callback) and on demand (``aorta matrix <output>``), e.g.
 after a cluster array. Statistics cover the passing trials of each cell only.
+
+Speed: records are decoded with msgspec into the few fields the matrix needs, keeping each
+``metrics`` object as raw bytes; polars parses those (as NDJSON, in chunks, on a worker thread
+while the scan reads on) into one wide frame, one row per trial and one column per metric, so
+that no Python loop runs per metric.
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +27,9 @@ from aorta_core.records import RECORD_NAME, SCHEMA_VERSION, write_json_atomic
 CELL_FILE = "cell.json"
 VERDICTS = ("pass", "fail", "error")
 STATS = ("mean", "median", "std", "min", "max", "n")
+WALL = "wall_time_s"
+_ID = ("cell", "trial", "verdict")
+_ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
 
 
 @dataclass(frozen=True)
@@ -27,22 +37,6 @@ class MatrixResult:
     paths: list[Path]
     cells: list[dict[str, Any]]
     unreadable: list[Path]
-
-
-def _subdirs(path: Path) -> Iterator[os.DirEntry]:
-    try:
-        with os.scandir(path) as entries:
-            yield from sorted((e for e in entries if e.is_dir()), key=lambda e: e.name)
-    except FileNotFoundError:
-        return
-
-
-class _Environment(msgspec.Struct):
-    host: str | None = None
-    gpus: list[Any] = []
-    packages: dict[str, str | None] = {}
-    collectors: dict[str, str] = {}
-    python: str | None = None
 
 
 class _Record(msgspec.Struct):
@@ -55,11 +49,21 @@ class _Record(msgspec.Struct):
     axes: dict[str, str] = {}
     argv: list[str] | None = None
     wall_time_s: float | None = None
-    metrics: dict[str, float | int | str | list[str] | bool | None] = {}
-    environment: _Environment = msgspec.field(default_factory=_Environment)
+    #: Kept undecoded: parsed by polars for all records at once.
+    metrics: msgspec.Raw = msgspec.Raw(b"{}")
+    #: Kept undecoded: a sweep has few distinct environments, decoded once each.
+    environment: msgspec.Raw = msgspec.Raw(b"{}")
 
 
 _decode_record = msgspec.json.Decoder(_Record).decode
+
+
+def _subdirs(path: Path) -> Iterator[os.DirEntry]:
+    try:
+        with os.scandir(path) as entries:
+            yield from sorted((e for e in entries if e.is_dir()), key=lambda e: e.name)
+    except FileNotFoundError:
+        return
 
 
 def _load_cell(path: str) -> dict[str, Any] | None:
@@ -71,8 +75,61 @@ def _load_cell(path: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def scan(output: Path) -> tuple[list[dict], list[_Record], list[Path]]:
-    """(cell descriptions, trial records, unreadable record paths) under ``output/cells``."""
+class _MetricsParser:
+    """Parses the records' ``metrics`` objects in chunks on a worker thread while the scan reads
+    on (polars releases the GIL), then joins the chunks into one frame."""
+
+    CHUNK = 2048
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.futures: list[Future] = []
+        self.pending: list[bytes] = []
+
+    def add(self, metrics: msgspec.Raw) -> None:
+        # JSON whitespace may hold newlines, strings never do: one object per NDJSON line.
+        self.pending.append(bytes(metrics).replace(b"\n", b" "))
+        if len(self.pending) >= self.CHUNK:
+            self._submit()
+
+    def _submit(self) -> None:
+        self.futures.append(self.pool.submit(_parse_lines, self.pending))
+        self.pending = []
+
+    def frame(self):
+        import polars as pl
+
+        if self.pending:
+            self._submit()
+        chunks = [f.result() for f in self.futures]
+        self.pool.shutdown()
+        if not chunks:
+            return pl.DataFrame()
+        try:
+            return pl.concat(chunks, how="diagonal_relaxed")
+        except pl.exceptions.PolarsError:
+            return pl.concat([c.cast(pl.String) for c in chunks], how="diagonal_relaxed")
+
+
+def _parse_lines(lines: list[bytes]):
+    """One row per metrics object, one column per metric."""
+    import polars as pl
+
+    try:
+        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), infer_schema_length=None)
+    except pl.exceptions.PolarsError:
+        # A metric whose type differs between trials: it becomes text, the others stay numbers.
+        rows = [{k: v if isinstance(v, (int, float)) and not isinstance(v, bool)
+                 else msgspec.json.encode(v).decode()
+                 for k, v in msgspec.json.decode(line).items()} for line in lines]
+        return pl.from_dicts(rows, infer_schema_length=None, strict=False)
+
+
+def scan(output: Path, parser: _MetricsParser | None = None):
+    """(cell descriptions, trial records, unreadable record paths) under ``output/cells``.
+
+    Each record's ``metrics`` is handed to ``parser`` as soon as the record is read.
+    """
     cells, records, unreadable = [], [], []
     for cell_entry in _subdirs(output / "cells"):
         cell = _load_cell(os.path.join(cell_entry.path, CELL_FILE)) or {"cell": cell_entry.name}
@@ -84,99 +141,110 @@ def scan(output: Path) -> tuple[list[dict], list[_Record], list[Path]]:
             path = os.path.join(trial_entry.path, RECORD_NAME)
             try:
                 with open(path, "rb") as fh:
-                    records.append(_decode_record(fh.read()))
+                    record = _decode_record(fh.read())
             except FileNotFoundError:
                 continue
             except (OSError, msgspec.DecodeError):
                 unreadable.append(Path(path))
+                continue
+            records.append(record)
+            if parser is not None:
+                parser.add(record.metrics)
     return cells, records, unreadable
 
 
-def _long_rows(records: list[_Record], axis_names: list[str]) -> dict[str, list]:
-    cell, trial, verdict, metric, value, text = [], [], [], [], [], []
-    axis_cols: dict[str, list] = {a: [] for a in axis_names}
-    for rec in records:
-        items = list(rec.metrics.items())
-        if rec.wall_time_s is not None:
-            items.append(("wall_time_s", rec.wall_time_s))
-        n = len(items)
-        cell += [rec.cell] * n
-        trial += [rec.trial] * n
-        verdict += [rec.verdict] * n
-        for a in axis_names:
-            axis_cols[a] += [rec.axes.get(a)] * n
-        for key, v in items:
-            metric.append(key)
-            if (type(v) is float or type(v) is int):
-                value.append(v)
-                text.append(None)
-            else:
-                value.append(None)
-                text.append(v if type(v) is str else msgspec.json.encode(v).decode())
-    return {**{f"axis:{a}": v for a, v in axis_cols.items()}, "cell": cell, "trial": trial,
-            "verdict": verdict, "metric": metric, "value": value, "text": text}
-
-
-def _summaries(long) -> dict[str, dict[str, dict[str, float | int | None]]]:
+def _wide(records: list[_Record], axis_names: list[str], metrics):
     import polars as pl
 
-    stats = (
-        long.filter((pl.col("verdict") == "pass") & pl.col("value").is_not_null())
-        .group_by("cell", "metric")
-        .agg(
-            pl.col("value").mean().alias("mean"),
-            pl.col("value").median().alias("median"),
-            pl.col("value").std().alias("std"),
-            pl.col("value").min().alias("min"),
-            pl.col("value").max().alias("max"),
-            pl.len().alias("n"),
-        )
-        .sort("cell", "metric")
+    meta = pl.DataFrame(
+        {
+            "cell": [r.cell for r in records],
+            "trial": [r.trial for r in records],
+            "verdict": [r.verdict for r in records],
+            WALL: [r.wall_time_s for r in records],
+            **{f"axis:{a}": [r.axes.get(a) for r in records] for a in axis_names},
+        },
+        schema={"cell": pl.String, "trial": pl.Int64, "verdict": pl.String, WALL: pl.Float64,
+                **{f"axis:{a}": pl.String for a in axis_names}},
     )
-    out: dict[str, dict[str, dict]] = {}
-    for row in stats.iter_rows(named=True):
-        out.setdefault(row["cell"], {})[row["metric"]] = {k: row[k] for k in STATS}
-    return out
+    return meta.hstack(metrics) if metrics.width else meta
 
 
-def _texts(records: list[_Record]) -> dict[str, dict[str, Any]]:
-    """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
-    out: dict[str, dict[str, Any]] = {}
-    for rec in sorted(records, key=lambda r: (r.cell, r.trial or 0)):
-        if rec.verdict != "pass" or rec.cell in out:
-            continue
-        out[rec.cell] = {
-            k: v for k, v in rec.metrics.items()
-            if not isinstance(v, (int, float)) and not k.endswith("_artifact_dir")
+def _summaries(wide, numeric: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    import polars as pl
+
+    passing = wide.filter(pl.col("verdict") == "pass")
+    aggs = []
+    for c in numeric:
+        col = pl.col(c).cast(pl.Float64)
+        aggs += [col.mean().alias(f"{c}\0mean"), col.median().alias(f"{c}\0median"),
+                 col.std().alias(f"{c}\0std"), col.min().alias(f"{c}\0min"),
+                 col.max().alias(f"{c}\0max"), col.count().alias(f"{c}\0n")]
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in passing.group_by("cell").agg(aggs).iter_rows(named=True):
+        out[row["cell"]] = {
+            c: {s: row[f"{c}\0{s}"] for s in STATS} for c in numeric if row[f"{c}\0n"]
         }
     return out
 
 
-def _environments(records: list[_Record]) -> list[dict[str, Any]]:
-    seen: dict[bytes, dict] = {}
-    for rec in records:
-        key = msgspec.json.encode(rec.environment)
-        if key not in seen:
-            seen[key] = msgspec.structs.asdict(rec.environment)
-    return list(seen.values())
-
-
-def build(output: Path) -> MatrixResult:
-    """Scan ``output`` and write the three matrix files atomically."""
+def _texts(wide, text: list[str]) -> dict[str, dict[str, Any]]:
+    """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     import polars as pl
 
-    output = Path(output)
-    cells, records, unreadable = scan(output)
-    axis_names = sorted({a for r in records for a in r.axes}
-                        | {a for c in cells for a in (c.get("axes") or {})})
-    long = pl.DataFrame(
-        _long_rows(records, axis_names),
-        schema={**{f"axis:{a}": pl.String for a in axis_names}, "cell": pl.String,
-                "trial": pl.Int64, "verdict": pl.String, "metric": pl.String,
-                "value": pl.Float64, "text": pl.String},
-    )
-    summaries = _summaries(long)
-    texts = _texts(records)
+    text = [c for c in text if not c.endswith("_artifact_dir")]
+    firsts = (wide.filter(pl.col("verdict") == "pass").sort("cell", "trial")
+              .group_by("cell", maintain_order=True).first().select("cell", *text))
+    return {row.pop("cell"): {k: v for k, v in row.items() if v is not None}
+            for row in firsts.iter_rows(named=True)}
+
+
+def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
+    """One row per trial and metric: ``value`` for numbers, ``text`` for the rest (lists as JSON)."""
+    import polars as pl
+
+    index = [*axis_cols, *_ID]
+    schema = {**{c: pl.String for c in axis_cols}, "cell": pl.String, "trial": pl.Int64,
+              "verdict": pl.String, "metric": pl.String, "value": pl.Float64, "text": pl.String}
+    frames = [pl.DataFrame(schema=schema)]
+    if numeric:
+        frames.append(
+            wide.select(*index, *(pl.col(c).cast(pl.Float64) for c in numeric))
+            .unpivot(index=index, on=numeric, variable_name="metric", value_name="value")
+            .drop_nulls("value")
+            .with_columns(text=pl.lit(None, dtype=pl.String))
+        )
+    if text:
+        frames.append(
+            wide.select(*index, *(_as_text(wide, c) for c in text))
+            .unpivot(index=index, on=text, variable_name="metric", value_name="text")
+            .drop_nulls("text")
+            .with_columns(value=pl.lit(None, dtype=pl.Float64))
+        )
+    return pl.concat([f.select(list(schema)) for f in frames])
+
+
+def _as_text(wide, column: str):
+    import polars as pl
+
+    dtype = wide.schema[column]
+    if isinstance(dtype, pl.List):
+        return pl.Series(column, [None if v is None else msgspec.json.encode(v).decode()
+                                  for v in wide[column].to_list()], dtype=pl.String)
+    return pl.col(column).cast(pl.String)
+
+
+def _environments(records: list[_Record]) -> list[dict[str, Any]]:
+    """The distinct machines/software stacks of the sweep (what makes runs comparable)."""
+    distinct: dict[bytes, dict[str, Any]] = {}
+    for raw in {bytes(rec.environment) for rec in records}:
+        env = msgspec.json.decode(raw)
+        key = {k: env.get(k) for k in _ENVIRONMENT_KEYS}
+        distinct.setdefault(msgspec.json.encode(key, order="sorted"), key)
+    return [distinct[k] for k in sorted(distinct)]
+
+
+def _cell_entries(cells: list[dict], records: list[_Record], summaries, texts) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
     first: dict[str, _Record] = {}
     for rec in records:
@@ -184,11 +252,11 @@ def build(output: Path) -> MatrixResult:
         c["total"] += 1
         c[rec.verdict] = c.get(rec.verdict, 0) + 1
         first.setdefault(rec.cell, rec)
-    matrix_cells = []
+    entries = []
     for cell in cells:
         name = cell["cell"]
-        summary = summaries.get(name, {})
-        matrix_cells.append({
+        summary = dict(summaries.get(name, {}))
+        entries.append({
             "cell": name,
             "dir": cell["dir"],
             "axes": cell.get("axes") or (first[name].axes if name in first else {}),
@@ -196,10 +264,34 @@ def build(output: Path) -> MatrixResult:
             "collectors": cell.get("collectors") or [],
             "error": cell.get("error"),
             "trials": counts.get(name, dict.fromkeys(("total", *VERDICTS), 0)),
-            "wall_time_s": summary.pop("wall_time_s", None),
+            WALL: summary.pop(WALL, None),
             "metrics_summary": summary,
             "metrics_text": texts.get(name, {}),
         })
+    return entries
+
+
+def _replace(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def build(output: Path) -> MatrixResult:
+    """Scan ``output`` and write the three matrix files atomically."""
+    from aorta_core.perfmd import render
+
+    output = Path(output)
+    parser = _MetricsParser()
+    cells, records, unreadable = scan(output, parser)
+    metrics = parser.frame()
+    metric_schema = metrics.schema
+    axis_names = sorted({a for r in records for a in r.axes}
+                        | {a for c in cells for a in (c.get("axes") or {})})
+    wide = _wide(records, axis_names, metrics)
+    numeric = [WALL, *(c for c, t in metric_schema.items() if t.is_numeric())]
+    text = [c for c, t in metric_schema.items() if not t.is_numeric()]
+    matrix_cells = _cell_entries(cells, records, _summaries(wide, numeric), _texts(wide, text))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
         for k in totals:
@@ -214,15 +306,9 @@ def build(output: Path) -> MatrixResult:
         "environments": _environments(records),
         "cells": matrix_cells,
     }
-    json_path, parquet_path, md_path = (output / n for n in
-                                        ("matrix.json", "matrix.parquet", "perf.md"))
-    write_json_atomic(json_path, matrix)
-    tmp = parquet_path.with_name(f".{parquet_path.name}.tmp")
-    long.write_parquet(tmp)
-    os.replace(tmp, parquet_path)
-    from aorta_core.perfmd import render
-
-    tmp_md = md_path.with_name(f".{md_path.name}.tmp")
-    tmp_md.write_text(render(matrix), encoding="utf-8")
-    os.replace(tmp_md, md_path)
-    return MatrixResult([json_path, parquet_path, md_path], matrix_cells, unreadable)
+    paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]
+    write_json_atomic(paths[0], matrix)
+    long = _long(wide, numeric, text, [f"axis:{a}" for a in axis_names])
+    _replace(paths[1], long.write_parquet)
+    _replace(paths[2], lambda p: p.write_text(render(matrix), encoding="utf-8"))
+    return MatrixResult(paths, matrix_cells, unreadable)

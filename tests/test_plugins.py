@@ -219,3 +219,13 @@ def test_parse_subcommand_prints_metrics_as_json(plugin_site, tmp_path: Path):
                                        "good_artifact_dir": str(folder)}
     done = run_aorta(["parse", "nope", str(folder)], cwd=tmp_path, env=_env(plugin_site))
     assert done.returncode == 2 and "unknown collector 'nope'; installed: good" in done.stderr
+
+
+def test_appended_unknown_option_is_refused_too(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    done = run_aorta(["sweep=repeat", "collector=good", "+collector.good.levle=2",
+                      f"output={tmp_path / 'out'}", "--", "touch", str(tmp_path / "ran")],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 1
+    assert "collector.good.levle is not an option of good; valid: level" in done.stderr
+    assert not (tmp_path / "ran").exists()

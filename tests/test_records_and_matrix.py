@@ -92,3 +92,15 @@ def test_cell_names_are_folder_safe_and_stable():
     assert odd == cell_name("collector=[a,b],cmd=x/y z")
     assert odd != cell_name("collector=[a,b],cmd=x/y_z")
     assert len(cell_name("k=" + "v" * 500)) <= 110
+
+
+def test_a_metric_whose_type_changes_between_trials_becomes_text(tmp_path: Path):
+    _write(tmp_path, _record("s=1", 0, "pass", {"x_a": 1.0, "x_flag": True, "x_b": 2}, wall=1))
+    _write(tmp_path, _record("s=1", 1, "pass", {"x_a": ["odd"], "x_flag": 3, "x_b": 4}, wall=1))
+    build(tmp_path)
+    cell = json.loads((tmp_path / "matrix.json").read_text())["cells"][0]
+    assert cell["metrics_summary"]["x_b"]["mean"] == 3
+    assert "x_a" not in cell["metrics_summary"]
+    long = pl.read_parquet(tmp_path / "matrix.parquet")
+    texts = long.filter(pl.col("metric") == "x_a")["text"].to_list()
+    assert len(texts) == 2 and '["odd"]' in texts
