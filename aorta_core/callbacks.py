@@ -32,7 +32,8 @@ class SweepCallback(Callback):
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
-            _fail(f"cannot write to output={output} ({exc.strerror}); choose a writable output=<dir>")
+            _fail(f"cannot write to output={output} ({exc.strerror}); "
+                  "choose a writable output=<dir>")
         self.lock = SweepLock(output)
         try:
             self.lock.acquire()

@@ -88,9 +88,13 @@ def _retain(cfg: DictConfig) -> dict[str, str]:
     retain = {k: str(v) for k, v in (cfg.get("retain") or {}).items()}
     for key, level in retain.items():
         if key not in ("on_pass", "on_fail", "on_error"):
-            raise ConfigError(f"retain.{key} is not a retention key; use on_pass, on_fail, on_error")
+            raise ConfigError(
+                f"retain.{key} is not a retention key; use on_pass, on_fail, on_error"
+            )
         if level not in LEVELS:
-            raise ConfigError(f"retain.{key}={level} is not a level; use one of {', '.join(LEVELS)}")
+            raise ConfigError(
+                f"retain.{key}={level} is not a level; use one of {', '.join(LEVELS)}"
+            )
     return retain
 
 

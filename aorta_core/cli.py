@@ -53,8 +53,7 @@ def _load_registry_or_exit():
 
 
 def run_sweep(args: list[str]) -> int:
-    from aorta_core import callbacks
-    from aorta_core import searchpath
+    from aorta_core import callbacks, searchpath
     from aorta_core.app import hydra_main, register_command
 
     hydra_args, command = split_command(args)

@@ -47,7 +47,7 @@ class CollectorInfo:
     options: type
     #: Importable package holding ``collector/<name>.yaml`` (e.g. ``"aorta_rocprof.conf"``).
     config_package: str
-    #: Smaller wraps further outside: rocprof 10, proton 20, torchprof 30; third parties pick theirs.
+    #: Smaller wraps further outside: rocprof 10, proton 20, torchprof 30; others pick theirs.
     wrap_order: int = 50
 
 

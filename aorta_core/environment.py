@@ -51,7 +51,8 @@ def _nvidia_gpus() -> list[dict[str, str]]:
     for line in (out or "").splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 3:
-            gpus.append({"vendor": "nvidia", "name": parts[0], "driver": parts[1], "memory": parts[2]})
+            name, driver, memory = parts
+            gpus.append({"vendor": "nvidia", "name": name, "driver": driver, "memory": memory})
     return gpus
 
 

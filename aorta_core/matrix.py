@@ -200,7 +200,7 @@ def _texts(wide, text: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
-    """One row per trial and metric: ``value`` for numbers, ``text`` for the rest (lists as JSON)."""
+    """One row per trial and metric: ``value`` for numbers, ``text`` for the rest (JSON lists)."""
     import polars as pl
 
     index = [*axis_cols, *_ID]

@@ -24,11 +24,12 @@ def _default(obj: Any) -> Any:
 
 def dump_json(obj: Any) -> bytes:
     """Pretty, stable JSON (NaN and inf become null rather than invalid JSON)."""
-    return orjson.dumps(obj, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    options = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
+    return orjson.dumps(obj, default=_default, option=options)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write via a temp file in the same folder and ``os.replace``: readers see old or new, never half."""
+    """Write a temp file in the same folder, then ``os.replace``: never a half-written file."""
     data = dump_json(obj)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -242,7 +242,8 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
         metrics[f"{name}_artifact_dir"] = str(folders[name])
         collector_records[name] = {
             "version": registry.collectors[name].version,
-            "options": dataclasses.asdict(options) if dataclasses.is_dataclass(options) else options,
+            "options": (dataclasses.asdict(options) if dataclasses.is_dataclass(options)
+                        else options),
             "artifacts": [str(Path(a).relative_to(trial_dir)) if Path(a).is_relative_to(trial_dir)
                           else str(a) for a in artifacts],
         }

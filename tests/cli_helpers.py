@@ -1,5 +1,5 @@
-"""Helpers of the core tests: drive the real ``aorta`` CLI in a subprocess, and install throwaway collector
-plugins as real distributions (dist-info + entry point) on a private PYTHONPATH."""
+"""Helpers of the core tests: drive the real ``aorta`` CLI in a subprocess, and install throwaway
+collector plugins as real distributions (dist-info + entry point) on a private PYTHONPATH."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-
 
 
 def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120):

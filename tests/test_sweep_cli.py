@@ -205,7 +205,8 @@ def test_grid_recipe_sweeps_two_axes_of_the_default_workload(tmp_path: Path):
 
 def test_cell_env_and_trial_variables_reach_the_workload(tmp_path: Path):
     out = tmp_path / "out"
-    script = ("import json, os; json.dump({'x': os.environ['MY_FLAG'], 'cell': os.environ['AORTA_CELL']},"
+    script = ("import json, os; json.dump({'x': os.environ['MY_FLAG'], "
+              "'cell': os.environ['AORTA_CELL']},"
               " open(os.environ['AORTA_METRICS_PATH'], 'w'))")
     done = run_aorta(["sweep=repeat", "trials=1", "+env.MY_FLAG=on", f"output={out}", "--",
                       sys.executable, "-c", script], cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""``python -m aorta_rusage.wrap <artifact_dir> -- <command...>``: run, keep the exit code, record rusage."""
+"""``python -m aorta_rusage.wrap <dir> -- <command...>``: run, keep the exit code, record rusage."""
 
 import json
 import resource
