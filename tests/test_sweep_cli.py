@@ -240,3 +240,15 @@ def test_help_answers_and_lists_recipes(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert "sweep: default, grid, repeat" in done.stdout
     assert "== Config ==" in done.stdout and "trials: 2" in done.stdout
+
+
+def test_the_default_sweep_runs_the_benchmark_with_no_arguments(tmp_path: Path):
+    done = run_aorta(["trials=1", "workload.steps=3"], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run_dir,) = (tmp_path / "aorta_runs").iterdir()
+    matrix = json.loads((run_dir / "matrix.json").read_text())
+    assert sorted(c["axes"]["workload.parallel"] for c in matrix["cells"]) == ["ddp", "fsdp"]
+    for cell in matrix["cells"]:
+        assert cell["trials"]["pass"] == 1, cell
+        assert cell["metrics_summary"]["workload_step_time_ms"]["median"] > 0
+        assert cell["metrics_summary"]["workload_world_size"]["median"] == 2

@@ -1,0 +1,1 @@
+"""aorta-proton: the Triton Proton collector for aorta (entry point ``proton``)."""

@@ -1,0 +1,63 @@
+"""The ``proton`` collector's hook implementations (entry point ``aorta.collectors: proton``).
+
+Importing this module is cheap: Triton, orjson and subprocesses are reached only inside hooks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aorta_core import CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_proton.options import ProtonOptions
+
+#: Profile files Proton writes (``.part_<n>`` phase files included by the globs).
+PROFILE_GLOBS = ("*.hatchet", "*.chrome_trace", "*.hatchet_msgpack")
+
+
+@hookimpl
+def aorta_collector() -> CollectorInfo:
+    return CollectorInfo(
+        description="Triton Proton: GPU time per Python launch site and kernel "
+        "(cupti, roctracer, rocprofiler), cycles per intra-kernel scope (instrumentation)",
+        options=ProtonOptions,
+        config_package="aorta_proton.conf",
+        wrap_order=20,
+    )
+
+
+@hookimpl
+def check_options(options: ProtonOptions, selected: Mapping[str, Any]) -> None:
+    from aorta_proton.options import check
+
+    check(options, selected)
+
+
+@hookimpl
+def wrap_argv(launch: Launch, options: ProtonOptions, artifact_dir: Path) -> Launch:
+    from aorta_proton.wrap import wrap
+
+    return wrap(launch, options, artifact_dir)
+
+
+@hookimpl
+def collect_artifacts(artifact_dir: Path, options: ProtonOptions, run: TrialRun) -> list[Path]:
+    """Proton writes straight into the folder; say so when it wrote no profile at all."""
+    files = sorted(p for glob in PROFILE_GLOBS for p in artifact_dir.rglob(glob))
+    if not files and not run.timed_out:
+        hint = (
+            "did the payload call aorta_proton.payload.start()?"
+            if options.mode == "env"
+            else "see the trial's stderr"
+        )
+        warnings.warn(f"no profile written in {artifact_dir}; {hint}", stacklevel=2)
+    return files
+
+
+@hookimpl
+def parse_metrics(artifact_dir: Path, options: ProtonOptions) -> dict[str, Any]:
+    from aorta_proton.parse import parse
+
+    return parse(artifact_dir)

@@ -1,0 +1,94 @@
+"""Rewrite a launch so that Proton measures it (``mode: cli``) or can be started (``mode: env``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+from aorta_core import Launch, SetupError
+from aorta_proton import devices, launch, triton_version
+from aorta_proton.options import ProtonOptions, render_mode
+
+RUNNER = "aorta_proton.cli_runner"
+#: File stem Proton writes to inside the artifact folder (``proton.hatchet`` ...).
+PROFILE_STEM = "proton"
+
+
+def _environment(launch_: Launch, options: ProtonOptions) -> dict[str, str]:
+    """The child's environment: stale ``AORTA_PROTON_*`` dropped, AMD devices translated."""
+    env = {
+        k: v
+        for k, v in launch_.env.items()
+        if not k.startswith("AORTA_PROTON_") or k == "AORTA_PROTON_PYTHON"
+    }
+    if env.get("TRITON_PROTON_DISABLE", "").strip().lower() in ("1", "true", "on", "yes"):
+        raise SetupError(
+            "TRITON_PROTON_DISABLE is set, so Proton would record nothing: unset it for this cell"
+        )
+    if devices.intercepts_queues(options.backend, env):
+        env, note = devices.translate(env)
+        if note:
+            warnings.warn(note, stacklevel=2)
+    return env
+
+
+def _checked_python(launch_: Launch, env: dict[str, str], options: ProtonOptions) -> str:
+    python = launch.interpreter(launch_.argv, env)
+    if python is None:
+        what = launch_.argv[0] if launch_.argv else "an empty command"
+        raise SetupError(
+            f"collector proton: cannot tell which Python runs {what!r}; "
+            "set AORTA_PROTON_PYTHON to the workload's interpreter"
+        )
+    found = triton_version.probe(python, env)
+    triton_version.require(found, options)
+    if options.mode == "cli" and not found.has_runner:
+        raise SetupError(
+            f"aorta-proton is not installed in the workload interpreter {python}: "
+            f"run `{python} -m pip install aorta-proton`, or use collector.proton.mode: env"
+        )
+    return python
+
+
+def proton_flags(options: ProtonOptions, artifact_dir: Path) -> list[str]:
+    """Proton's command-line flags for these options (``-b`` omitted on auto)."""
+    flags = ["-n", str(artifact_dir / PROFILE_STEM)]
+    if options.backend != "auto":
+        flags += ["-b", options.backend]
+    flags += ["-c", options.context, "-d", options.data]
+    mode = render_mode(options)
+    if mode is not None:
+        flags += ["-m", mode]
+    if options.hook is not None:
+        flags += ["-k", options.hook]
+    return flags
+
+
+def proton_env(options: ProtonOptions, artifact_dir: Path) -> dict[str, str]:
+    """The ``AORTA_PROTON_*`` variables that :mod:`aorta_proton.payload` reads."""
+    env = {
+        "AORTA_PROTON_DIR": str(artifact_dir),
+        "AORTA_PROTON_NAME": str(artifact_dir / PROFILE_STEM),
+        "AORTA_PROTON_CONTEXT": options.context,
+        "AORTA_PROTON_DATA": options.data,
+    }
+    optional = {
+        "AORTA_PROTON_BACKEND": None if options.backend == "auto" else options.backend,
+        "AORTA_PROTON_MODE": render_mode(options),
+        "AORTA_PROTON_HOOK": options.hook,
+    }
+    env.update({k: v for k, v in optional.items() if v is not None})
+    return env
+
+
+def wrap(launch_: Launch, options: ProtonOptions, artifact_dir: Path) -> Launch:
+    """The launch to run for this trial, or :class:`SetupError` when Proton cannot measure it."""
+    env = _environment(launch_, options)
+    if options.mode == "env":
+        _checked_python(launch_, env, options)
+        return dataclasses.replace(launch_, env={**env, **proton_env(options, artifact_dir)})
+    interpreter_flags, target = launch.split_python(launch_.argv)
+    python = _checked_python(launch_, env, options)
+    argv = (python, *interpreter_flags, "-m", RUNNER, *proton_flags(options, artifact_dir), *target)
+    return dataclasses.replace(launch_, argv=argv, env=env)

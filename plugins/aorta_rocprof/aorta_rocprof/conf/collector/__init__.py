@@ -1,0 +1,1 @@
+"""The ``collector/rocprof`` option."""

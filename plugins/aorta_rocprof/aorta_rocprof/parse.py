@@ -1,0 +1,150 @@
+"""Turn a rocprof artifact folder into ``rocprof_*`` metrics, fail-soft.
+
+Files are found recursively: with ``-o`` rocprofv3 writes them flat, without it under
+``<host>/<pid>_*.csv``, and ``-i`` passes add ``pmc_<n>/`` or ``pass_<n>/``. Kernel time comes
+from the stats CSVs when they are usable, else from the dispatch spans of the kernel traces.
+Every problem costs metrics and raises a warning, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import polars as pl
+
+from aorta_rocprof.tables import (
+    Copies,
+    Totals,
+    read_api_time,
+    read_copies,
+    read_dispatches,
+    read_stats,
+)
+
+STATS_GLOBS = ("*_kernel_stats.csv", "results.stats.csv")
+TRACE_GLOBS = ("*_kernel_trace.csv", "results.csv")
+COPY_GLOB = "*_memory_copy_trace.csv"
+RCCL_API_GLOB = "*_rccl_api_trace.csv"
+#: RCCL / NCCL / MSCCL device kernels, as they appear in kernel traces on ROCm.
+RCCL_KERNEL = re.compile(r"(nccl|rccl|msccl)", re.IGNORECASE)
+TOP_N = 5
+NS_PER_MS = 1e6
+
+T = TypeVar("T")
+
+
+def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
+    found = {p for pattern in patterns for p in root.rglob(pattern) if p.is_file()}
+    return sorted(found)
+
+
+def _read_each(paths: list[Path], reader: Callable[[Path], T | None], what: str) -> list[T]:
+    """Apply ``reader`` to every file; a file that fails or lacks the columns is a warning."""
+    results = []
+    for path in paths:
+        try:
+            result = reader(path)
+        except (Exception, pl.exceptions.PanicException) as exc:
+            reason = f"{exc}".splitlines()[0] if f"{exc}" else type(exc).__name__
+            warnings.warn(f"rocprof: cannot read {what} {path}: {reason}", stacklevel=3)
+            continue
+        if result is None:
+            warnings.warn(f"rocprof: {path} lacks the columns of a {what}; skipped", stacklevel=3)
+            continue
+        results.append(result)
+    return results
+
+
+def _merge(parts: list[Totals], what: str) -> Totals | None:
+    if not parts:
+        return None
+    totals = Totals()
+    for part in parts:
+        totals.merge(part)
+    if totals.dropped:
+        warnings.warn(
+            f"rocprof: dropped {totals.dropped} {what} row(s) with no name or a negative, "
+            "wrapped or unreadable duration",
+            stacklevel=3,
+        )
+    return totals if totals.ns else None
+
+
+def kernel_totals(root: Path) -> Totals | None:
+    """Per-kernel totals from the stats CSVs, else from the kernel traces."""
+    stats = _merge(_read_each(_files(root, STATS_GLOBS), read_stats, "kernel stats CSV"), "stats")
+    if stats is not None:
+        return stats
+    return _merge(_read_each(_files(root, TRACE_GLOBS), read_dispatches, "kernel trace CSV"),
+                  "kernel trace")
+
+
+def kernel_metrics(totals: Totals) -> dict[str, Any]:
+    """GPU time, hottest kernels, kernel count (only when every call count was readable)."""
+    ranked = sorted(totals.ns.items(), key=lambda kv: (-kv[1], kv[0]))
+    metrics: dict[str, Any] = {
+        "rocprof_gpu_time_ms": sum(totals.ns.values()) / NS_PER_MS,
+        "rocprof_top_kernel_ms": ranked[0][1] / NS_PER_MS,
+        "rocprof_top_kernels": [name for name, _ in ranked[:TOP_N]],
+    }
+    if totals.counts_trusted:
+        metrics["rocprof_kernel_count"] = sum(totals.calls.values())
+    else:
+        warnings.warn("rocprof: unreadable call counts; rocprof_kernel_count omitted", stacklevel=2)
+    rccl = [ns for name, ns in totals.ns.items() if RCCL_KERNEL.search(name)]
+    if rccl:
+        metrics["rocprof_rccl_kernel_ms"] = sum(rccl) / NS_PER_MS
+    return metrics
+
+
+def copy_metrics(parts: list[Copies]) -> dict[str, Any]:
+    if not parts:
+        return {}
+    metrics: dict[str, Any] = {
+        "rocprof_memcpy_ms": sum(p.ns for p in parts) / NS_PER_MS,
+        "rocprof_memcpy_count": sum(p.count for p in parts),
+    }
+    if all(p.bytes is not None for p in parts):
+        metrics["rocprof_memcpy_bytes"] = sum(p.bytes or 0 for p in parts)
+    return metrics
+
+
+def _finite(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Drop any float that overflowed to inf/nan (a number not measured is omitted)."""
+    bad = [k for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)]
+    for key in bad:
+        warnings.warn(f"rocprof: {key} is not finite; omitted", stacklevel=2)
+        del metrics[key]
+    if "rocprof_gpu_time_ms" not in metrics:
+        for key in ("rocprof_top_kernel_ms", "rocprof_top_kernels", "rocprof_kernel_count"):
+            metrics.pop(key, None)
+    return metrics
+
+
+def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
+    """All ``rocprof_*`` metrics the folder supports (``rocprof_artifact_dir`` comes from core)."""
+    root = Path(artifact_dir)
+    if not root.is_dir():
+        warnings.warn(f"rocprof: artifact folder {root} does not exist", stacklevel=2)
+        return {}
+    metrics: dict[str, Any] = {}
+    totals = kernel_totals(root)
+    if totals is not None:
+        metrics.update(kernel_metrics(totals))
+    metrics.update(copy_metrics(_read_each(_files(root, (COPY_GLOB,)), read_copies,
+                                           "memory copy trace")))
+    api = _read_each(_files(root, (RCCL_API_GLOB,)), read_api_time, "RCCL API trace")
+    if api:
+        metrics["rocprof_rccl_api_ms"] = sum(api) / NS_PER_MS
+    if not metrics:
+        warnings.warn(
+            f"rocprof: no usable rocprofv3 CSV in {root} (rocprofv3 writes nothing when no GPU "
+            "work ran, and only output_format=csv is parsed)",
+            stacklevel=2,
+        )
+    return _finite(metrics)

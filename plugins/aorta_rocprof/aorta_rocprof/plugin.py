@@ -1,0 +1,48 @@
+"""The rocprof collector's hook implementations (entry point ``rocprof`` in aorta.collectors).
+
+Kept cheap to import: polars is loaded only when artifacts are parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aorta_core import CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_rocprof.options import RocprofOptions, check_conflicts, validate
+from aorta_rocprof.wrap import wrap
+
+
+@hookimpl
+def aorta_collector() -> CollectorInfo:
+    return CollectorInfo(
+        description="AMD rocprofv3: kernel/HIP/RCCL/copy traces and stats of any command",
+        options=RocprofOptions,
+        config_package="aorta_rocprof.conf",
+        wrap_order=10,
+    )
+
+
+@hookimpl
+def check_options(options: Any, selected: Mapping[str, Any]) -> None:
+    validate(options)
+    check_conflicts(selected)
+
+
+@hookimpl
+def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
+    return wrap(launch, options, artifact_dir)
+
+
+@hookimpl
+def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[Path]:
+    """rocprofv3 already wrote into ``artifact_dir`` (``-d``); list what is there."""
+    return sorted(p for p in Path(artifact_dir).rglob("*") if p.is_file())
+
+
+@hookimpl
+def parse_metrics(artifact_dir: Path, options: Any) -> dict[str, Any]:
+    from aorta_rocprof.parse import parse_metrics as parse
+
+    return parse(artifact_dir)
