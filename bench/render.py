@@ -1,0 +1,69 @@
+"""Write BENCHMARKS.md from the JSON results of the last ``nox -s bench`` (and the GPU runs).
+
+    python bench/render.py
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = (("CPU", ROOT / "bench" / "results_cpu.json"), ("GPU", ROOT / "bench" / "results_gpu.json"))
+
+TARGETS = {
+    "core": "trial overhead over a bare `subprocess.run` <= 30 ms; matrix of 10,000 records <= 2x "
+            "walking the folders and reading the files' bytes; `aorta plugins` and `--help` <= 1 s",
+    "rocprof_parse": "1,000,000-row kernel trace: no slower than `polars.read_csv` of the file, "
+                     ">= 10x faster than `csv.DictReader`, peak RSS <= file size",
+    "torchprof_parse": "200 MB trace to metrics and overlap: <= 1.5x a typed msgspec decode of "
+                       "name/cat/ph/ts/dur, >= 30x faster than HTA, peak memory <= 2.5x file size",
+    "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
+                     "<= 2 % step time",
+}
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, dict)):
+        return f"`{json.dumps(value)}`"
+    return str(value)
+
+
+def _table(values: dict) -> list[str]:
+    lines = ["| measurement | value |", "| --- | --- |"]
+    for key, value in values.items():
+        if isinstance(value, dict) and all(not isinstance(v, dict) for v in value.values()):
+            for sub, v in value.items():
+                lines.append(f"| {key}.{sub} | {_fmt(v)} |")
+        else:
+            lines.append(f"| {key} | {_fmt(value)} |")
+    return lines
+
+
+def main() -> None:
+    out = [
+        "# Benchmarks",
+        "",
+        "Each target is a ratio against a reference measured in the same run (never a timed test).",
+        "CPU numbers come from `nox -s bench` (`bench/bench_*.py`, results in",
+        "`bench/results_cpu.json`); GPU numbers from the scripts named below, run on the lent",
+        "NVIDIA H200 (`bench/results_gpu.json`). Regenerate this page with `python bench/render.py`.",
+    ]
+    for label, path in SOURCES:
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        out += ["", f"## {label}: {data['machine']}, {data['date']}"]
+        for result in data["results"]:
+            name = result.pop("bench")
+            out += ["", f"### {name}", "", f"Target: {TARGETS.get(name, 'see the script')}.", ""]
+            if "script" in result:
+                out += [f"Script: `{result.pop('script')}`.", ""]
+            out += _table(result)
+    (ROOT / "BENCHMARKS.md").write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""``python -m aorta_torchprof.runner (script.py | -m module) [args...]``: profile a script.
+
+Runs the payload as ``__main__`` under a :class:`~aorta_torchprof.session.Session` configured
+from the environment the wrap set, with ``sys.argv`` and ``sys.path[0]`` as plain
+``python script.py`` would have them. The payload's exit status is kept (``SystemExit``
+included; an uncaught exception prints its traceback and exits 1) and the profiler is stopped
+and its traces written whatever way the payload ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import runpy
+import sys
+import traceback
+
+from aorta_torchprof.session import DIR_ENV, Session, options_from_env, rank_from_env
+
+USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"
+
+
+def _exit_status(exc: SystemExit) -> int:
+    """Map ``SystemExit.code`` to a process status the way the interpreter does."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def _run_payload(argv: list[str]) -> int:
+    if argv[0] == "-m":
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = list(argv)
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+        runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv or (argv[0] == "-m" and len(argv) < 2):
+        print(USAGE, file=sys.stderr)
+        return 2
+    out_dir = os.environ.get(DIR_ENV)
+    if not out_dir:
+        print(f"aorta-torchprof runner: {DIR_ENV} is not set; {USAGE}", file=sys.stderr)
+        return 2
+    session = Session(options_from_env(), out_dir, rank_from_env())
+    session.start()
+    try:
+        status = _run_payload(argv)
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        status = 130
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    finally:
+        try:
+            session.stop()
+        except Exception:  # a failing export must not hide the payload's own status
+            traceback.print_exc()
+    return status
+
+
+def _exit(status: int) -> None:
+    """Run the payload's atexit handlers, flush, and leave without C++ static destructors.
+
+    With torch 2.13 a profiled gloo job aborts about one exit in four ("terminate called
+    without an active exception") while its static objects are torn down, after the traces
+    are already written; ``os._exit`` keeps the payload's real status instead.
+    """
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+if __name__ == "__main__":
+    _exit(main(sys.argv[1:]))

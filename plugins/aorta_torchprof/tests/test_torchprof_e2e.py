@@ -1,0 +1,57 @@
+"""End to end through the real core CLI: sweeps on CPU with collector=torchprof."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+TRAIN = REPO / "examples" / "profiling" / "torchprof" / "train_tiny.py"
+BIN = Path(sys.executable).parent
+
+
+def _sweep(tmp_path: Path, *command: str) -> dict:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aorta_core",
+            "sweep=repeat",
+            "collector=torchprof",
+            "trials=1",
+            f"output={tmp_path}",
+            "collector.torchprof.active=2",
+            "--",
+            *command,
+        ],
+        env=env,
+        cwd=tmp_path.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp_path / "matrix.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("launcher", "ranks"),
+    [([sys.executable], 1), (["torchrun", "--nproc-per-node", "2", "--standalone"], 2)],
+)
+def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: int) -> None:
+    out = tmp_path / "sweep"
+    matrix = _sweep(out, *launcher, str(TRAIN), "--steps", "5", "--width", "32")
+    summary = matrix["cells"][0]["metrics_summary"]
+    assert summary["torchprof_rank_count"]["mean"] == ranks
+    assert summary["torchprof_cpu_op_ms"]["mean"] > 0
+    record = json.loads(next(out.glob("cells/*/trial_000/record.json")).read_text())
+    assert record["verdict"] == "pass"
+    assert "aorta_torchprof.runner" in record["argv_run"]
+    traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).iterdir())
+    assert traces == [f"rank{r}.step4.pt.trace.json" for r in range(ranks)]

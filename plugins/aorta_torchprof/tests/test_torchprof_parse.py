@@ -1,0 +1,182 @@
+"""Parser tests on real Kineto traces (fixtures/PROVENANCE.md) plus fuzzing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import warnings
+from pathlib import Path
+
+import polars as pl
+from aorta_torchprof.overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class, overlap
+from aorta_torchprof.parse import parse_dir
+from aorta_torchprof.trace import rank_from_name
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _events(folder: Path) -> list[dict]:
+    out = []
+    for path in sorted(folder.iterdir()):
+        if path.name.endswith(".json.gz"):
+            out += json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+        elif path.name.endswith(".json"):
+            out += json.loads(path.read_text())["traceEvents"]
+    return out
+
+
+def test_rocm_trace_kernels_from_fixture() -> None:
+    folder = FIXTURES / "rocm_mi350"
+    kernels = [e for e in _events(folder) if e.get("cat") == "kernel"]
+    metrics = parse_dir(folder)
+    assert metrics["torchprof_kernel_count"] == len(kernels) == 4
+    assert abs(metrics["torchprof_gpu_time_ms"] - sum(e["dur"] for e in kernels) / 1e3) < 1e-9
+    hottest = max(kernels, key=lambda e: e["dur"])
+    assert metrics["torchprof_top_kernels"][0] == hottest["name"]
+    assert metrics["torchprof_top_kernels"][0].endswith(".kd")
+    assert metrics["torchprof_top_kernel_ms"] == hottest["dur"] / 1e3
+    # No NCCL/RCCL kernel: the ratio is absent, not zero.
+    assert "torchprof_overlap_ratio" not in metrics
+    assert "torchprof_comm_ms" not in metrics
+    assert "torchprof_cpu_op_ms" not in metrics
+
+
+def test_cpu_trace_reports_cpu_ops_not_gpu_numbers() -> None:
+    folder = FIXTURES / "cpu_single"
+    ops = [e for e in _events(folder) if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    metrics = parse_dir(folder)
+    assert metrics["torchprof_cpu_op_count"] == len(ops)
+    assert not any(key.startswith(("torchprof_kernel", "torchprof_gpu")) for key in metrics)
+    assert len(metrics["torchprof_top_cpu_ops"]) == 5
+    assert set(metrics["torchprof_top_cpu_ops"]) <= {e["name"] for e in ops}
+    # Self times partition the time spent in operators: at most the top-level op time.
+    lanes_total = sum(e["dur"] for e in ops) / 1e3
+    assert 0 < metrics["torchprof_top_cpu_op_ms"] <= metrics["torchprof_cpu_op_ms"] < lanes_total
+
+
+def test_torchrun_gloo_ranks_from_distributed_info() -> None:
+    folder = FIXTURES / "cpu_gloo_2rank"
+    metrics = parse_dir(folder)
+    assert metrics["torchprof_trace_count"] == 2
+    assert metrics["torchprof_rank_count"] == 2
+    assert "c10d::allreduce_" in metrics["torchprof_top_cpu_ops"]
+
+
+def test_rank_from_name() -> None:
+    assert rank_from_name(Path("x/rank3.step4.pt.trace.json")) == 3
+    assert rank_from_name(Path("rank-34.Jul_15.pt.trace.json.gz")) == 34
+    assert rank_from_name(Path("tb/rank2/host_1.pt.trace.json")) == 2
+    assert rank_from_name(Path("host_1.pt.trace.json")) == 0
+
+
+def test_hta_kernel_classes() -> None:
+    assert kernel_class("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(x)") == COMMUNICATION
+    assert kernel_class("void ncclKernel_AllReduce_RING_LL_Sum_float(x)") == COMMUNICATION
+    assert kernel_class("hipMemcpyAsync") == COMMUNICATION  # HTA: any ^hip is communication
+    assert kernel_class("Memcpy HtoD (Pageable -> Device)") == MEMORY
+    assert kernel_class("Memset (Device)") == MEMORY
+    assert kernel_class("Stream Sync") == OTHER
+    assert kernel_class("my_dma_kernel") == OTHER
+    assert kernel_class("Cijk_Ailk_Bjlk_S_B.kd") == COMPUTATION
+
+
+def test_overlap_on_hand_made_intervals() -> None:
+    names = ["nccl_a", "gemm", "gemm", "nccl_b", "Memcpy HtoD"]
+    ts = pl.Series([0.0, 5.0, 8.0, 30.0, 0.0])
+    dur = pl.Series([10.0, 4.0, 6.0, 10.0, 100.0])
+    result = overlap(names, ts, dur)
+    # comm = [0,10) ∪ [30,40) = 20; comp = [5,14) = 9; both = [5,10) = 5.
+    assert (result.comm_us, result.compute_us, result.overlap_us) == (20.0, 9.0, 5.0)
+    assert result.ratio == 0.25
+    assert overlap(["gemm"], pl.Series([0.0]), pl.Series([3.0])).ratio is None
+
+
+def test_missing_and_empty_dirs(tmp_path: Path) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert parse_dir(tmp_path / "absent") == {}
+        assert parse_dir(tmp_path) == {}
+    assert any("no Kineto trace" in str(w.message) for w in caught)
+
+
+def test_bad_file_skipped_good_file_kept(tmp_path: Path) -> None:
+    good = FIXTURES / "rocm_mi350" / "smci350_trimmed.pt.trace.json"
+    (tmp_path / "rank0.pt.trace.json").write_bytes(good.read_bytes())
+    (tmp_path / "rank1.pt.trace.json").write_text('{"traceEvents": [')
+    (tmp_path / "rank2.pt.trace.json.gz").write_bytes(b"not gzip")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = parse_dir(tmp_path)
+    assert metrics["torchprof_trace_count"] == 1
+    assert metrics["torchprof_kernel_count"] == 4
+    assert sum("skipping" in str(w.message) for w in caught) == 2
+
+
+def test_odd_field_types_fall_back_to_tolerant_decode(tmp_path: Path) -> None:
+    doc = json.loads((FIXTURES / "rocm_mi350" / "smci350_trimmed.pt.trace.json").read_text())
+    doc["traceEvents"][3]["ts"] = "oops"  # a kernel with a string timestamp is dropped
+    doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": True})
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    assert parse_dir(tmp_path)["torchprof_kernel_count"] == 3
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+_event = st.fixed_dictionaries(
+    {},
+    optional={
+        "ph": st.sampled_from(["X", "M", "s", "f", "i", 3]),
+        "cat": st.sampled_from(
+            ["kernel", "gpu_memcpy", "gpu_memset", "cpu_op", "user_annotation", None]
+        ),
+        "name": st.sampled_from(["ncclKernel_x", "gemm", "ProfilerStep#1", "aten::mm", ""]) | _json,
+        "ts": st.floats(allow_nan=False, allow_infinity=False) | _json,
+        "dur": st.floats(min_value=-5, max_value=1e6) | _json,
+        "pid": st.integers() | st.text(max_size=4),
+        "tid": st.integers() | st.text(max_size=4),
+        "args": st.fixed_dictionaries({}, optional={"correlation": st.integers() | _json}) | _json,
+    },
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    events=st.lists(_event, max_size=12) | _json,
+    drop=st.booleans(),
+    gz=st.booleans(),
+    dist=st.none() | _json,
+)
+def test_fuzzed_traces_never_raise(tmp_path: Path, events, drop: bool, gz: bool, dist) -> None:
+    doc = {"traceEvents": events, "distributedInfo": dist}
+    data = json.dumps(doc).encode()
+    path = tmp_path / ("rank0.pt.trace.json.gz" if gz else "rank0.pt.trace.json")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = parse_dir(tmp_path, drop_last_profiler_step=drop)
+    # Malformed input costs metrics through the intended paths, never the catch-all.
+    assert not [w for w in caught if "cannot parse" in str(w.message)]
+    assert all(key.startswith("torchprof_") for key in metrics)
+    ratio = metrics.get("torchprof_overlap_ratio")
+    assert ratio is None or 0.0 <= ratio <= 1.0 + 1e-9
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(raw=st.binary(max_size=200))
+def test_fuzzed_bytes_never_raise(tmp_path: Path, raw: bytes) -> None:
+    (tmp_path / "rank0.json").write_bytes(raw)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert isinstance(parse_dir(tmp_path), dict)
+    assert not [w for w in caught if "cannot parse" in str(w.message)]
