@@ -9,7 +9,10 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = (("CPU", ROOT / "bench" / "results_cpu.json"), ("GPU", ROOT / "bench" / "results_gpu.json"))
+SOURCES = (
+    ("CPU", ROOT / "bench" / "results_cpu.json"),
+    ("GPU", ROOT / "bench" / "results_gpu.json"),
+)
 
 TARGETS = {
     "core": "trial overhead over a bare `subprocess.run` <= 30 ms; matrix of 10,000 records <= 2x "
@@ -46,7 +49,8 @@ def main() -> None:
     out = [
         "# Benchmarks",
         "",
-        "Each target is a ratio against a reference measured in the same run (never a timed test).",
+        "Each target is a ratio against a reference measured in the same run (never a timed",
+        "test).",
         "CPU numbers come from `nox -s bench` (`bench/bench_*.py`, results in",
         "`bench/results_cpu.json`); GPU numbers from the scripts named below, run on the lent",
         "NVIDIA H200 (`bench/results_gpu.json`). Regenerate this page with `python bench/render.py`.",
