@@ -53,7 +53,8 @@ def main() -> None:
         "test).",
         "CPU numbers come from `nox -s bench` (`bench/bench_*.py`, results in",
         "`bench/results_cpu.json`); GPU numbers from the scripts named below, run on the lent",
-        "NVIDIA H200 (`bench/results_gpu.json`). Regenerate this page with `python bench/render.py`.",
+        "NVIDIA H200 (`bench/results_gpu.json`).",
+        "Regenerate this page with `python bench/render.py`.",
     ]
     for label, path in SOURCES:
         if not path.exists():
