@@ -121,10 +121,19 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     if not folder.is_dir():
         error_line(f"{folder} is not a folder; pass the collector's artifact folder of a trial")
         return 2
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        options = OmegaConf.to_object(OmegaConf.merge(
+            OmegaConf.structured(collector.info.options), OmegaConf.from_dotlist(ns.options)))
+    except OmegaConfBaseException as exc:
+        error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
+        return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         metrics = registry.call(
-            ns.collector, "parse_metrics", artifact_dir=folder, options=collector.info.options()
+            ns.collector, "parse_metrics", artifact_dir=folder, options=options
         ) or {}
     for w in caught:
         warning_line(f"{ns.collector}: {w.message}")
@@ -145,6 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("parse", help="print the metrics a collector parses from a folder")
     p.add_argument("collector")
     p.add_argument("artifact_dir")
+    p.add_argument("options", nargs="*", metavar="key=value",
+                   help="collector options, as in collector.<name>.<key>=<value>")
     p.set_defaults(func=cmd_parse)
     return parser
 

@@ -217,6 +217,12 @@ def test_parse_subcommand_prints_metrics_as_json(plugin_site, tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"good_level": 1, "good_files": 1,
                                        "good_artifact_dir": str(folder)}
+    done = run_aorta(["parse", "good", str(folder), "level=4"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert json.loads(done.stdout)["good_level"] == 4
+    done = run_aorta(["parse", "good", str(folder), "levle=4"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode == 2 and "bad option for good: Key 'levle' not in" in done.stderr
     done = run_aorta(["parse", "nope", str(folder)], cwd=tmp_path, env=_env(plugin_site))
     assert done.returncode == 2 and "unknown collector 'nope'; installed: good" in done.stderr
 
