@@ -43,13 +43,18 @@ class SweepCallback(Callback):
 
     def _end(self, config: DictConfig) -> None:
         global exit_status
-        from aorta_core.matrix import build
-        from aorta_core.summary import print_summary
-
+        output = Path(str(config.output))
         try:
-            result = build(Path(str(config.output)))
+            from aorta_core.matrix import build
+            from aorta_core.summary import print_summary
+
+            result = build(output)
             print_summary(result)
             exit_status = 1 if any(c.get("error") for c in result.cells) else 0
+        except Exception as exc:  # Hydra would demote this to a warning; the records are safe
+            error_line(f"could not write the matrix of {output} ({type(exc).__name__}: {exc}); "
+                       f"the trial records are kept: fix the cause, then run aorta matrix {output}")
+            exit_status = 1
         finally:
             if self.lock is not None:
                 self.lock.release()
