@@ -252,3 +252,17 @@ def test_the_default_sweep_runs_the_benchmark_with_no_arguments(tmp_path: Path):
         assert cell["trials"]["pass"] == 1, cell
         assert cell["metrics_summary"]["workload_step_time_ms"]["median"] > 0
         assert cell["metrics_summary"]["workload_world_size"]["median"] == 2
+
+
+def test_a_recipe_of_your_own_with_command_line_axes_winning(tmp_path: Path):
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "out"
+    done = run_aorta(["--config-dir", "examples/sweeps", "sweep=matmul", "trials=1", "size=64",
+                      "threads=1,2", f"output={out}"], cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stderr
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert sorted((c["axes"]["size"], c["axes"]["threads"]) for c in matrix["cells"]) == [
+        ("64", "1"), ("64", "2")]
+    recs = records(out)
+    assert {r["cell_env"]["OMP_NUM_THREADS"] for r in recs} == {"1", "2"}
+    assert all(r["argv"][-1] == "--size=64" and r["metrics"]["workload_gflops"] > 0 for r in recs)
