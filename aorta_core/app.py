@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from aorta_core.cells import ConfigError, build_cell, cell_name
 from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, error_line
 from aorta_core.records import RECORD_NAME, read_record, write_json_atomic
+from aorta_core.slots import device_slot
 from aorta_core.trial import run_trial
 
 CELL_FILE = "cell.json"
@@ -81,12 +84,17 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
          "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None},
     )
     verdicts: dict[str, int] = {}
-    with CellProgress(cell, int(cfg.trials), skipped=int(cfg.trials) - len(todo)) as progress:
-        for index in todo:
-            progress.start(index)
-            record = run_trial(cell, index, registry)
-            progress.done(index, record)
-            verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
+    devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
+    slot = device_slot(Path(str(cfg.output)), devices, int(cfg.devices_per_cell),
+                       list(cfg.device_env)) if todo else contextlib.nullcontext({})
+    with slot as device_env:
+        cell = dataclasses.replace(cell, env={**cell.env, **device_env})
+        with CellProgress(cell, int(cfg.trials), skipped=int(cfg.trials) - len(todo)) as progress:
+            for index in todo:
+                progress.start(index)
+                record = run_trial(cell, index, registry)
+                progress.done(index, record)
+                verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
     return {"cell": cell.name, "verdicts": verdicts}
 
 

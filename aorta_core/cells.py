@@ -17,6 +17,7 @@ from aorta_core.retention import LEVELS
 from aorta_core.trial import Cell
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
+_APPEND = re.compile(r"(^|,)[+~]+")
 _MAX_NAME = 100
 
 
@@ -28,8 +29,9 @@ def cell_name(override_dirname: str) -> str:
     """A folder-safe, stable name for the cell from its (sorted) overrides."""
     if not override_dirname:
         return "default"
-    name = _UNSAFE.sub("_", override_dirname).strip("._") or "cell"
-    if len(name) > _MAX_NAME or name != override_dirname:
+    readable = _APPEND.sub(r"\1", override_dirname)  # `+env.X=1` reads as `env.X=1`
+    name = _UNSAFE.sub("_", readable).strip("._") or "cell"
+    if len(name) > _MAX_NAME or name != readable:
         digest = hashlib.sha1(override_dirname.encode()).hexdigest()[:8]
         name = f"{name[:_MAX_NAME]}-{digest}"
     return name
@@ -113,6 +115,12 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     if int(trials) != trials:
         raise ConfigError(f"trials={trials!r} must be a whole number")
     timeout = _positive(cfg, "timeout", allow_none=True)
+    per_cell = _positive(cfg, "devices_per_cell", allow_none=False)
+    if cfg.get("devices") is not None and len(cfg.devices) < per_cell:
+        raise ConfigError(
+            f"devices_per_cell={per_cell} is more than the {len(cfg.devices)} listed devices; "
+            "list more devices or lower devices_per_cell"
+        )
     command = _command(cfg)
     collectors = _collectors(cfg, registry)
     env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
