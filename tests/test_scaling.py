@@ -1,4 +1,4 @@
-"""Parallel cells (joblib), submitit's local executor, device slots: nothing lost, nothing shared."""
+"""Parallel cells (joblib), submitit local executor, device slots: nothing lost or shared."""
 
 from __future__ import annotations
 
