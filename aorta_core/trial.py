@@ -187,7 +187,8 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
     order = registry.wrap_order(list(cell.collectors))
     folders = _prepare(trial_dir, order)
     notes = _Warnings()
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    started_unix = time.time()
+    started = datetime.fromtimestamp(started_unix, UTC).isoformat(timespec="seconds")
     given = _base_launch(cell, trial_dir, index)
     launch, error = given, None
     for name in reversed(order):  # innermost first, so the first in ``order`` ends outermost
@@ -272,6 +273,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
         "timed_out": outcome.timed_out if outcome else False,
         "wall_time_s": round(outcome.wall_time_s, 6) if outcome else None,
         "started_at": started,
+        "started_at_unix": started_unix,
         "argv": list(given.argv),
         "argv_run": list(launch.argv),
         "env_run": _env_changes(given.env, launch.env),
