@@ -1,7 +1,7 @@
 """Sessions: lint, tests, third_party (a real pip install of an outside collector), bench, demo.
 
-torch is pinned here (and only here) to the CPU wheel the project tests against; aorta's own
-metadata keeps a loose lower bound so that it never replaces a user's torch.
+torch and triton are pinned here (and only here) to the CPU wheels the project tests against;
+aorta's own metadata keeps loose lower bounds so that it never replaces a user's torch.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
 
 TORCH = "torch==2.13.0"
+#: Proton ships inside Triton; its CPU tests run Proton's real code paths (no GPU is needed).
+TRITON = "triton==3.6.0"
 ROOT = Path(__file__).parent
 PLUGINS = sorted(str(p.parent) for p in ROOT.glob("plugins/*/pyproject.toml"))
 
@@ -44,7 +46,7 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Core and plugin tests against real tools (PyTorch profiler, torchrun/gloo, Hydra)."""
     _install_everything(session)
-    session.install("-e", "tests/third_party_collector")
+    session.install(TRITON, "-e", "tests/third_party_collector")
     session.run("pytest", *session.posargs)
 
 

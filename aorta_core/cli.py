@@ -1,4 +1,5 @@
-"""The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse`` tools.
+"""The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse``,
+``report`` and ``compare`` tools.
 
 Kept light: polars, plotly and torch are imported only by the subcommands that use them.
 """
@@ -17,7 +18,7 @@ import orjson
 from aorta_core.argv import split_command
 from aorta_core.progress import console, error_line, warning_line
 
-SUBCOMMANDS = ("plugins", "matrix", "parse")
+SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare")
 _OUTPUT_KEYS = ("output=", "+output=", "++output=")
 
 
@@ -142,6 +143,98 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report_overlap(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.overlap import build_report
+
+    dirs, labels = ns.log_dir, ns.label or []
+    if len(labels) != len(dirs):
+        warning_line(f"--log-dir and --label counts differ ({len(dirs)} vs {len(labels)}); "
+                     "pairing them in order, a folder without a label is named after itself, "
+                     "a label without a folder is dropped: give one --label per --log-dir")
+    pairs = [(labels[i] if i < len(labels) else Path(d).name or d, Path(d))
+             for i, d in enumerate(dirs)]
+    output = Path(ns.output)
+    summary, notes = build_report(pairs, output, ns.reference, ns.candidate,
+                                  pngs=False if ns.no_png else None)
+    for note in notes:
+        (console().print if note.startswith("wrote") else warning_line)(note)
+    console().print(f"wrote {output / 'summary.json'}\nwrote {output / 'report.html'}")
+    if not any(d.get("count") for d in summary["datasets"].values()):
+        error_line("no iteration records found in any --log-dir; nothing to report")
+        return 1
+    return 0
+
+
+def cmd_report_sweep(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.sweep import write_sweep_report
+
+    output = Path(ns.output)
+    if not (output / "matrix.json").is_file():
+        error_line(f"{output} holds no matrix.json; run aorta matrix {output} first")
+        return 2
+    path = write_sweep_report(output, pngs=False if ns.no_png else None)
+    console().print(f"wrote {path}")
+    return 0
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.compare import CompareError, compare, markdown, write_html
+
+    try:
+        result = compare(Path(ns.baseline), Path(ns.candidate), factor=ns.factor,
+                         alpha=ns.alpha, fail_on=ns.fail_on,
+                         allow_env_mismatch=ns.allow_env_mismatch)
+    except CompareError as exc:
+        error_line(str(exc))
+        return 2
+    if ns.json:
+        sys.stdout.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode()
+                         + "\n")
+    else:
+        sys.stdout.write(markdown(result, only_changed=ns.only_changed))
+    if ns.html:
+        line = write_html(result, Path(ns.html), pngs=False if ns.no_png else None)
+        console().print(f"wrote {ns.html}")
+        if line:
+            (console().print if line.startswith("wrote") else warning_line)(line)
+    for failure in result.failures:
+        error_line(f"--fail-on: {failure}")
+    return 1 if result.failures else 0
+
+
+def _add_report_parsers(sub) -> None:
+    p = sub.add_parser("report", help="write a report: overlap (benchmark JSONL) or sweep")
+    kinds = p.add_subparsers(dest="report", required=True)
+    o = kinds.add_parser("overlap", help="overlap report over rank_*_metrics.jsonl folders")
+    o.add_argument("--log-dir", action="append", required=True,
+                   help="a benchmark output_dir (repeatable)")
+    o.add_argument("--label", action="append", help="name of the matching --log-dir")
+    o.add_argument("--output", required=True, help="folder for summary.json, report.html, PNGs")
+    o.add_argument("--reference", help="label to compare against")
+    o.add_argument("--candidate", help="label compared with --reference")
+    o.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    o.set_defaults(func=cmd_report_overlap)
+    s = kinds.add_parser("sweep", help="(re)write a sweep's report.html")
+    s.add_argument("output", help="the sweep's output folder")
+    s.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    s.set_defaults(func=cmd_report_sweep)
+    c = sub.add_parser("compare", help="compare two sweeps cell by cell (asv-style marks)")
+    c.add_argument("baseline", help="output folder of the baseline sweep (run A)")
+    c.add_argument("candidate", help="output folder of the candidate sweep (run B)")
+    c.add_argument("--factor", type=float, default=1.1,
+                   help="ratio beyond which a change is marked (default 1.1)")
+    c.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
+                   help="exit 1 when METRIC (a glob) is more than PCT%% worse (repeatable)")
+    c.add_argument("--allow-env-mismatch", action="store_true",
+                   help="compare runs from different GPUs/drivers/versions anyway")
+    c.add_argument("--only-changed", action="store_true", help="markdown: marked rows only")
+    c.add_argument("--json", action="store_true", help="JSON instead of markdown")
+    c.add_argument("--html", metavar="PATH", help="also write an HTML page")
+    c.add_argument("--no-png", action="store_true", help="skip the PNG export of --html")
+    c.set_defaults(func=cmd_compare)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -157,6 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("options", nargs="*", metavar="key=value",
                    help="collector options, as in collector.<name>.<key>=<value>")
     p.set_defaults(func=cmd_parse)
+    _add_report_parsers(sub)
     return parser
 
 
