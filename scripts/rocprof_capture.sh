@@ -35,11 +35,10 @@ read -r -a rocprof_args <<< "${ROCPROF_ARGS:---kernel-trace --stats --output-for
 
 gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
 nproc=${NPROC:-$(( gpus > 0 ? gpus : 1 ))}
-config_dir=$(cd "$(dirname "$config")" && pwd)
-config_name=$(basename "${config%.*}")
+config=$(cd "$(dirname "$config")" && pwd)/$(basename "$config")
 
 echo "rocprofv3 output: $run_dir"
 # `--` always: rocprofv3's boolean flags take an optional value and would swallow the command.
 exec "$rocprof" "${rocprof_args[@]}" -d "$run_dir" -- \
   torchrun --standalone --nproc_per_node "$nproc" -m aorta_core.benchmark \
-  --config-dir "$config_dir" --config-name "$config_name" "$@"
+  --config "$config" "$@"

@@ -1,4 +1,4 @@
-"""``python -m aorta_core.benchmark [overrides]`` or ``torchrun ... -m aorta_core.benchmark``."""
+"""``python -m aorta_core.benchmark [--config FILE] [overrides]`` (or under ``torchrun -m``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from aorta_core.benchmark.config import ConfigError, compose_config
+from aorta_core.benchmark.config import ConfigError, compose_config, file_overrides
 
 
 def _one_line(exc: BaseException) -> str:
@@ -23,6 +23,8 @@ def _one_line(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
+        if argv[:1] == ["--config"] and len(argv) > 1:
+            argv = [*file_overrides(argv[1]), *argv[2:]]
         cfg = compose_config(argv)
     except (HydraException, OmegaConfBaseException, ConfigError) as exc:
         print(f"aorta benchmark: bad config: {_one_line(exc)}", file=sys.stderr)

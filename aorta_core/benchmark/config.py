@@ -151,6 +151,26 @@ def _register() -> None:
     ConfigStore.instance().store(name=SCHEMA_NAME, node=BenchmarkConfig)
 
 
+def file_overrides(path: str) -> list[str]:
+    """A YAML file of settings (``--config FILE``, as upstream's trainer takes it) as overrides.
+
+    They go before the command line's, so a command-line override wins over the file.
+    """
+    import json
+
+    def flatten(prefix: str, node) -> list[str]:
+        if isinstance(node, dict):
+            return [o for k, v in node.items() for o in flatten(f"{prefix}{k}.", v)]
+        value = json.dumps(node) if isinstance(node, (str, list)) else (
+            "null" if node is None else str(node).lower() if isinstance(node, bool) else str(node))
+        return [f"{prefix[:-1]}={value}"]
+
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold a mapping of benchmark settings")
+    return flatten("", data)
+
+
 def compose_config(overrides: list[str]) -> DictConfig:
     """Compose ``config.yaml`` with ``overrides``; raise on unknown keys, types or choices."""
     _register()

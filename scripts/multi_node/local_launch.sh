@@ -30,15 +30,14 @@ esac
 
 output_dir="$experiment_dir/${threads}thread_${channels}channels"
 mkdir -p "$output_dir"
-config_dir=$(cd "$(dirname "$config_file")" && pwd)
-config_name=$(basename "${config_file%.*}")
+config_file=$(cd "$(dirname "$config_file")" && pwd)/$(basename "$config_file")
 
 export RCCL_THREADS_PER_BLOCK=$threads NCCL_MAX_NCHANNELS=$channels HSA_ENABLE_SDMA=0
 echo "node $node_rank ($node_ip) of $nnodes, world $world_size -> $output_dir"
 
 cmd=(torchrun --nnodes "$nnodes" --node_rank "$node_rank" --nproc_per_node "$nproc_per_node"
      --master_addr "$master_ip" --master_port "$master_port"
-     -m aorta_core.benchmark --config-dir "$config_dir" --config-name "$config_name"
+     -m aorta_core.benchmark --config "$config_file"
      "output_dir=$output_dir")
 
 if [[ $enable_rocprof == true ]]; then
