@@ -1,4 +1,4 @@
-"""The legacy capture script, run for real: torchrun with 2 gloo ranks under the stand-in rocprofv3."""
+"""The legacy capture script, run for real: 2 gloo torchrun ranks under the stand-in rocprofv3."""
 
 from __future__ import annotations
 
