@@ -211,5 +211,5 @@ def resolve_output_dir(configured: str | None, stamp: str, env: Mapping[str, str
     return Path("aorta_benchmark") / stamp
 
 
-def default_stamp() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
+def default_stamp(seconds: float | None = None) -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(seconds))

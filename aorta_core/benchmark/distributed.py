@@ -68,8 +68,11 @@ def wrap_model(model: nn.Module, cfg: ParallelConfig, ctx: DistContext) -> nn.Mo
     return ddp
 
 
-def shutdown() -> None:
+def shutdown(failed: bool = False) -> None:
+    """Leave the process group; after a failure skip the barrier, which the other ranks (still
+    inside a collective) would never reach: the error surfaces and torchrun ends the job."""
     if dist.is_initialized():
-        dist.barrier()
+        if not failed:
+            dist.barrier()
         dist.destroy_process_group()
 

@@ -48,12 +48,16 @@ def lr_lambda(warmup: int, total: int):
     return factor
 
 
-def _shared_output_dir(cfg: BenchmarkConfig, env: Mapping[str, str]) -> Path:
-    """Rank 0 picks the timestamp; every rank gets the same folder."""
-    stamp = [default_stamp()]
+def _shared_output_dir(cfg: BenchmarkConfig, env: Mapping[str, str],
+                       device: torch.device) -> Path:
+    """Rank 0 picks the timestamp; every rank gets the same folder.
+
+    Broadcast as a tensor: ``broadcast_object_list`` needs NumPy, which torch does not install.
+    """
+    now = torch.tensor([int(time.time())], dtype=torch.int64, device=device)
     if dist.get_world_size() > 1:
-        dist.broadcast_object_list(stamp, src=0)
-    return resolve_output_dir(cfg.output_dir, stamp[0], env)
+        dist.broadcast(now, src=0)
+    return resolve_output_dir(cfg.output_dir, default_stamp(int(now.item())), env)
 
 
 def _scalar(value: torch.Tensor) -> float:
@@ -66,14 +70,17 @@ def run(dcfg: DictConfig, env: Mapping[str, str]) -> dict[str, Any]:
     cfg: BenchmarkConfig = OmegaConf.to_object(dcfg)
     ctx = distributed.init_distributed(cfg.device, env)
     try:
-        return _train(cfg, dcfg, ctx, env)
-    finally:
-        distributed.shutdown()
+        result = _train(cfg, dcfg, ctx, env)
+    except BaseException:
+        distributed.shutdown(failed=True)
+        raise
+    distributed.shutdown()
+    return result
 
 
 def _train(cfg: BenchmarkConfig, dcfg: DictConfig, ctx: distributed.DistContext,
            env: Mapping[str, str]) -> dict[str, Any]:
-    out_dir = _shared_output_dir(cfg, env)
+    out_dir = _shared_output_dir(cfg, env, ctx.device)
     out_dir.mkdir(parents=True, exist_ok=True)
     if ctx.rank == 0:
         (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(dcfg))
