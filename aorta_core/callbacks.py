@@ -49,6 +49,9 @@ class SweepCallback(Callback):
             from aorta_core.summary import print_summary
 
             result = build(output)
+            from aorta_core.reports.sweep import write_sweep_report
+
+            result.paths.append(write_sweep_report(output))
             print_summary(result)
             exit_status = 1 if any(c.get("error") for c in result.cells) else 0
         except Exception as exc:  # Hydra would demote this to a warning; the records are safe

@@ -22,7 +22,9 @@ Usage:
 [-- command args...]
   aorta plugins [--json]                      installed collectors
   aorta matrix <output>                       (re)build matrix.json, matrix.parquet, perf.md
-  aorta parse <collector> <artifact_dir>      metrics of one artifact folder, as JSON
+  aorta parse <collector> <artifact_dir> [key=value ...]   metrics of one artifact folder (JSON)
+  aorta report sweep <output> | aorta report overlap --log-dir D --label L ... --output O
+  aorta compare <run A> <run B> [--json|--html F] [--fail-on metric:pct]
 
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>

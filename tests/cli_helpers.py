@@ -12,7 +12,8 @@ from pathlib import Path
 
 
 def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120):
-    full_env = {**os.environ, **(env or {})}
+    # PNG export starts a browser (~3 s a sweep); the report tests turn it on where they test it.
+    full_env = {**os.environ, "AORTA_REPORT_PNG": "0", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "aorta_core", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,

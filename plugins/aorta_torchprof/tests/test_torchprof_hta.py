@@ -1,16 +1,22 @@
-"""Our overlap against HolisticTraceAnalysis itself on the same traces (skipped without HTA).
+"""Our overlap and kernel classes against HolisticTraceAnalysis itself (skipped without HTA).
 
-HTA truncates ``ts``/``dur`` to whole µs while loading, so the traces compared here carry
-whole-µs times (as 2023-era Kineto wrote them); both sides then see identical intervals.
+HTA truncates ``ts``/``dur`` to whole µs while loading, so the ratios compared here come from
+traces with whole-µs times (as 2023-era Kineto wrote them); both sides then see identical
+intervals. The H200 traces (ns precision, no communication) are compared on what does not
+depend on that truncation: the absent overlap and the class of every GPU-lane event name.
 """
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import json
 import logging
+import math
 from pathlib import Path
 
 import pytest
+from aorta_torchprof.overlap import kernel_class
 from aorta_torchprof.parse import parse_dir
 
 pytest.importorskip("hta.trace_analysis")
@@ -46,3 +52,40 @@ def test_dropping_the_last_step_changes_the_window(tmp_path: Path) -> None:
     kept = parse_dir(tmp_path)["torchprof_kernel_count"]
     dropped = parse_dir(tmp_path, drop_last_profiler_step=True)["torchprof_kernel_count"]
     assert 0 < dropped < kept
+
+
+# Real CUDA traces from an H200 (fixtures/PROVENANCE.md); HTA reads one folder, not subfolders.
+H200 = [
+    Path(__file__).parent / "fixtures" / "cuda_h200" / "torchprof",
+    Path(__file__).parent / "fixtures" / "cuda_h200_bench" / "torchprof" / "rank0",
+]
+
+
+@pytest.mark.parametrize("folder", H200, ids=["train_tiny", "benchmark"])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_h200_trace_without_communication_has_no_overlap(folder: Path, drop_last: bool) -> None:
+    """HTA gives NaN (no communication to divide by); we leave the ratio out."""
+    assert math.isnan(_hta_pctg(folder, include_last=not drop_last))
+    metrics = parse_dir(folder, drop_last_profiler_step=drop_last)
+    assert metrics["torchprof_kernel_count"] > 0
+    assert "torchprof_overlap_ratio" not in metrics
+    assert "torchprof_comm_ms" not in metrics
+
+
+def _events(path: Path) -> list[dict]:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)["traceEvents"]
+
+
+@pytest.mark.parametrize("folder", H200, ids=["train_tiny", "benchmark"])
+def test_h200_kernel_classes_match_hta(folder: Path) -> None:
+    from hta.utils.utils import get_kernel_type
+
+    names = {
+        e["name"]
+        for path in folder.iterdir()
+        for e in _events(path)
+        if e.get("cat") in {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"}
+    }
+    assert names
+    assert {n: kernel_class(n) for n in names} == {n: get_kernel_type(n).lower() for n in names}

@@ -1,0 +1,111 @@
+"""The self-contained page shell: inline CSS, plotly.js embedded once, tables, figures, links."""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aorta_core.reports.figures import Figure, export_pngs
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:1.5rem 2rem;color:#222}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.scroll{overflow-x:auto;max-width:100%}.note{color:#555;font-size:.9rem}
+.bad{color:#b00}.good{color:#070}.figure{margin:1rem 0}
+"""
+
+
+class Markup(str):
+    """Text that is already HTML: tables and paragraphs insert it without escaping."""
+
+
+def link(text: str, href: str) -> Markup:
+    return Markup(f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>')
+
+
+def fmt(value: Any) -> str:
+    """Numbers with 4 significant digits; ``None`` as an em dash."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, Markup):
+        return f"<td>{value}</td>"
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f"<td{' class=num' if numeric else ''}>{html.escape(fmt(value))}</td>"
+
+
+class Page:
+    """Collects sections, then writes one HTML file (and the figures' PNGs)."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.parts: list[str] = []
+        self.figures: dict[str, Figure] = {}
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def paragraph(self, text: str, css: str = "") -> None:
+        body = text if isinstance(text, Markup) else html.escape(text)
+        self.parts.append(f"<p class='{css}'>{body}</p>" if css else f"<p>{body}</p>")
+
+    def bullets(self, items: Iterable[str]) -> None:
+        self.parts.append("<ul>" + "".join(
+            f"<li>{i if isinstance(i, Markup) else html.escape(i)}</li>" for i in items) + "</ul>")
+
+    def table(self, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+        body = "".join(f"<tr>{''.join(_cell(v) for v in row)}</tr>" for row in rows)
+        self.parts.append(
+            f"<div class=scroll><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
+
+    def frame(self, df: Any) -> None:
+        """A polars DataFrame as a table."""
+        self.table(df.columns, df.rows())
+
+    def figure(self, name: str, fig: Figure) -> None:
+        """A plotly figure; ``name`` is its div id and its PNG's file name."""
+        self.figures[name] = fig
+        self.parts.append(f"\0figure:{name}\0")
+
+    def render(self) -> str:
+        import plotly.io as pio
+
+        out, first = [], True
+        for part in self.parts:
+            if part.startswith("\0figure:"):
+                name = part[len("\0figure:"):-1]
+                div = pio.to_html(self.figures[name], full_html=False, include_plotlyjs=first,
+                                  validate=False, div_id=name,
+                                  config={"displaylogo": False, "responsive": True})
+                out.append(f"<div class=figure>{div}</div>")
+                first = False
+            else:
+                out.append(part)
+        return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+                f"<meta name=viewport content='width=device-width, initial-scale=1'>"
+                f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
+                f"<body><h1>{html.escape(self.title)}</h1>{''.join(out)}</body></html>")
+
+    def write(self, path: Path, png_dir: Path | None) -> str | None:
+        """Write the page atomically; then the PNGs when ``png_dir`` is given (the line to show)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(self.render(), encoding="utf-8")
+        os.replace(tmp, path)
+        return export_pngs(self.figures, png_dir) if png_dir is not None else None

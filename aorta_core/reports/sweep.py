@@ -1,0 +1,255 @@
+"""The sweep's ``report.html``: cells, trial spread, top kernels per collector, trial links.
+
+Written after every sweep (the core's end-of-sweep callback calls :func:`write_sweep_report`) and
+by ``aorta report sweep <output>``. It reads what the matrix step wrote (``matrix.json``,
+``matrix.parquet``) and the trial records; a section whose input is missing or odd becomes a
+note on the page, so the function never raises.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+
+from aorta_core.progress import warning_line
+from aorta_core.records import RECORD_NAME, read_record
+from aorta_core.reports.figures import figure, pngs_wanted
+from aorta_core.reports.html import Markup, Page, fmt, link
+
+REPORT_NAME = "report.html"
+PNG_FOLDER = "report_png"
+MAX_SPREAD_FIGURES = 30
+MAX_TRIAL_ROWS = 2000
+WALL = "wall_time_s"
+
+
+def _href(*parts: str) -> str:
+    return quote("/".join(parts), safe="/")
+
+
+def _stat(summary: dict[str, Any] | None) -> str:
+    """``median ± std (n)`` of a metrics_summary entry."""
+    if not isinstance(summary, dict) or summary.get("median") is None:
+        return "—"
+    text = fmt(summary["median"])
+    if summary.get("std") is not None:
+        text += f" ± {fmt(summary['std'])}"
+    return f"{text} (n={summary.get('n', '?')})"
+
+
+def _load_matrix(output: Path) -> dict[str, Any]:
+    data = orjson.loads((output / "matrix.json").read_bytes())
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise ValueError("matrix.json holds no cells list")
+    data["cells"] = [c for c in data["cells"] if isinstance(c, dict) and "cell" in c]
+    return data
+
+
+def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    trials = matrix.get("trials") or {}
+    page.paragraph(f"output {output} — created {matrix.get('created_at', '?')} — trials: "
+                   + ", ".join(f"{k} {v}" for k, v in trials.items()), "note")
+    unreadable = matrix.get("unreadable_records") or []
+    if unreadable:
+        page.paragraph(f"{len(unreadable)} unreadable record(s) left out: "
+                       f"{', '.join(map(str, unreadable[:10]))}; re-run the sweep to redo them",
+                       "bad")
+    errors = [f"{c['cell']}: {c['error']}" for c in matrix["cells"] if c.get("error")]
+    if errors:
+        page.heading("Cells that could not run")
+        page.bullets(errors)
+
+
+def _cells(page: Page, matrix: dict[str, Any]) -> None:
+    cells = matrix["cells"]
+    axes = [a for a in matrix.get("axes") or [] if isinstance(a, str)]
+    metrics = sorted({m for c in cells for m in (c.get("metrics_summary") or {})})
+    page.heading("Cells (median ± sample std over passing trials)")
+    rows = []
+    for c in cells:
+        t = c.get("trials") or {}
+        rows.append([link(c["cell"], _href(c.get("dir") or f"cells/{c['cell']}")),
+                     *((c.get("axes") or {}).get(a) for a in axes),
+                     t.get("pass"), t.get("fail"), t.get("error"), _stat(c.get(WALL)),
+                     *(_stat((c.get("metrics_summary") or {}).get(m)) for m in metrics)])
+    page.table(["cell", *axes, "pass", "fail", "error", WALL, *metrics], rows)
+
+
+def _spread(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    import polars as pl
+
+    page.heading("Trial spread per metric (passing trials)")
+    long = pl.read_parquet(output / "matrix.parquet", columns=["cell", "verdict", "metric",
+                                                                "value"])
+    long = long.filter((pl.col("verdict") == "pass") & pl.col("value").is_not_null())
+    order = [c["cell"] for c in matrix["cells"]]
+    metrics = long["metric"].unique().sort().to_list()
+    metrics = [WALL, *(m for m in metrics if m != WALL)] if WALL in metrics else metrics
+    if not metrics:
+        page.paragraph("No passing trial reported a number.", "note")
+    for metric in metrics[:MAX_SPREAD_FIGURES]:
+        sub = long.filter(pl.col("metric") == metric)
+        data = [{"type": "box", "name": cell, "boxpoints": "all", "jitter": 0.3,
+                 "pointpos": 0, "y": part["value"].to_list()}
+                for cell in order if (part := sub.filter(pl.col("cell") == cell)).height]
+        page.figure(f"spread_{re.sub(r'[^A-Za-z0-9_.-]', '_', metric)}",
+                    figure(data, metric, "cell", metric, showlegend=False))
+    if len(metrics) > MAX_SPREAD_FIGURES:
+        page.paragraph(f"{len(metrics) - MAX_SPREAD_FIGURES} more metric(s) not plotted: "
+                       f"{', '.join(metrics[MAX_SPREAD_FIGURES:])}; matrix.parquet has them.",
+                       "note")
+
+
+def _collectors(matrix: dict[str, Any]) -> list[str]:
+    names = set()
+    for c in matrix["cells"]:
+        for key in (*(c.get("metrics_summary") or {}), *(c.get("metrics_text") or {})):
+            for suffix in ("_top_kernels", "_top_kernel_ms", "_gpu_time_ms"):
+                if key.endswith(suffix) and not key.startswith("workload_"):
+                    names.add(key[: -len(suffix)])
+    return sorted(names)
+
+
+def _kernels(page: Page, matrix: dict[str, Any]) -> None:
+    collectors = _collectors(matrix)
+    if not collectors:
+        return
+    page.heading("Top kernels per collector (median of passing trials; names of the first)")
+    for name in collectors:
+        rows, cells, top, rest, hottest = [], [], [], [], []
+        for c in matrix["cells"]:
+            summary, text = c.get("metrics_summary") or {}, c.get("metrics_text") or {}
+            gpu = (summary.get(f"{name}_gpu_time_ms") or {}).get("median")
+            hot = (summary.get(f"{name}_top_kernel_ms") or {}).get("median")
+            count = (summary.get(f"{name}_kernel_count") or {}).get("median")
+            kernels = _names(text.get(f"{name}_top_kernels"))
+            if gpu is None and hot is None and not kernels:
+                continue
+            listing = "".join(f"<li>{html.escape(k)}</li>" for k in kernels)
+            rows.append([c["cell"], gpu, hot, count, Markup(f"<ol>{listing}</ol>")
+                         if kernels else "—"])
+            cells.append(c["cell"])
+            top.append(hot)
+            rest.append(gpu - hot if gpu is not None and hot is not None else None)
+            hottest.append(kernels[0] if kernels else "")
+        page.heading(name, 3)
+        page.table(["cell", "GPU time ms", "top kernel ms", "kernel count", "top kernels"], rows)
+        if any(v is not None for v in top):
+            page.figure(f"kernels_{name}", figure(
+                [{"type": "bar", "name": "top kernel", "x": cells, "y": top,
+                  "hovertext": hottest},
+                 {"type": "bar", "name": "other kernels", "x": cells, "y": rest}],
+                f"{name}: GPU time, top kernel vs the rest", "cell", "ms", barmode="stack"))
+
+
+def _names(value: Any) -> list[str]:
+    if isinstance(value, str):
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return [value]
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    page.heading("Trials")
+    rows = []
+    for c in matrix["cells"]:
+        cell_dir = c.get("dir") or f"cells/{c['cell']}"
+        try:
+            trial_dirs = sorted(p for p in (output / cell_dir).iterdir()
+                                if p.name.startswith("trial_") and p.is_dir())
+        except OSError:
+            continue
+        for trial_dir in trial_dirs:
+            if len(rows) >= MAX_TRIAL_ROWS:
+                break
+            record = read_record(trial_dir / RECORD_NAME)
+            if record is None:
+                continue
+            base = f"{cell_dir}/{trial_dir.name}"
+            files = [link(RECORD_NAME, _href(base, RECORD_NAME))]
+            for log in (record.get("stdout"), record.get("stderr")):
+                if isinstance(log, str) and (trial_dir / log).exists():
+                    files.append(link(log, _href(base, log)))
+            for name in record.get("collectors") or {}:
+                if (trial_dir / str(name)).is_dir():
+                    files.append(link(f"{name}/", _href(base, str(name)) + "/"))
+            verdict = str(record.get("verdict"))
+            css = {"pass": "good"}.get(verdict, "bad")
+            rows.append([c["cell"], record.get("trial"),
+                         Markup(f"<span class={css}>{html.escape(verdict)}</span>"),
+                         record.get("exit_code"), record.get(WALL), record.get("error") or "",
+                         Markup(" ".join(files))])
+    page.table(["cell", "trial", "verdict", "exit", "wall s", "error", "files"], rows)
+    if len(rows) >= MAX_TRIAL_ROWS:
+        page.paragraph(f"only the first {MAX_TRIAL_ROWS} trials are listed", "note")
+
+
+def _environments(page: Page, matrix: dict[str, Any]) -> None:
+    envs = [e for e in matrix.get("environments") or [] if isinstance(e, dict)]
+    if not envs:
+        return
+    page.heading("Environments")
+    rows = []
+    for env in envs:
+        gpus = ", ".join(f"{g.get('name')} (driver {g.get('driver')})"
+                         for g in env.get("gpus") or [] if isinstance(g, dict)) or "none"
+        packages = ", ".join(f"{k} {v}" for k, v in (env.get("packages") or {}).items() if v)
+        collectors = ", ".join(f"{k} {v}" for k, v in (env.get("collectors") or {}).items())
+        rows.append([env.get("host"), gpus, env.get("python"), packages, collectors])
+    page.table(["host", "GPUs", "python", "packages", "collectors"], rows)
+
+
+_SECTIONS = (("cells", _cells), ("trial spread", _spread), ("top kernels", _kernels),
+             ("trials", _trials), ("environments", _environments))
+
+
+def _build_page(output: Path) -> Page:
+    page = Page(f"aorta sweep report — {output.name}")
+    try:
+        matrix = _load_matrix(output)
+    except Exception as exc:
+        page.paragraph(f"No usable matrix.json in {output} ({type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())[:200]}); run `aorta matrix {output}` then "
+                       f"`aorta report sweep {output}`.", "bad")
+        return page
+    _header(page, output, matrix)
+    for title, section in _SECTIONS:
+        try:
+            if section in (_spread, _trials):
+                section(page, output, matrix)
+            else:
+                section(page, matrix)
+        except Exception as exc:
+            page.paragraph(f"The {title} section could not be built ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]}).", "bad")
+    return page
+
+
+def write_sweep_report(output: Path, pngs: bool | None = None) -> Path:
+    """Write ``<output>/report.html`` (and PNGs into ``<output>/report_png/``); never raises.
+
+    ``pngs=None`` follows ``AORTA_REPORT_PNG`` (default on). Problems are printed as one
+    warning line each.
+    """
+    output = Path(output)
+    path = output / REPORT_NAME
+    if not output.is_dir():
+        warning_line(f"no report written: {output} is not a folder; pass a sweep's output=<dir>")
+        return path
+    try:
+        page = _build_page(output)
+        line = page.write(path, output / PNG_FOLDER if pngs_wanted(pngs) else None)
+        if line and line.startswith("PNGs skipped"):
+            warning_line(line)
+    except Exception as exc:  # the sweep's results are safe; the page is a convenience
+        warning_line(f"could not write {path} ({type(exc).__name__}: {exc}); "
+                     f"run aorta report sweep {output} after fixing the cause")
+    return path
+

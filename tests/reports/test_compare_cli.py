@@ -1,0 +1,125 @@
+"""``aorta compare`` over real sweeps made by the real CLI; the significance test on tables."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from pytest import approx
+from reports.report_helpers import aorta
+
+from aorta_core.reports import significance
+from aorta_core.reports.compare import _mark, higher_is_better
+
+
+def _rows(done) -> dict[tuple[str, str], dict]:
+    return {(r["cell"], r["metric"]): r for r in json.loads(done.stdout)["rows"]}
+
+
+def test_slower_run_is_marked_worse_and_fails_ci(sweeps, tmp_path):
+    done = aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on",
+                 "wall_time_s:20", cwd=tmp_path)
+    assert done.returncode == 1
+    row = next(ln for ln in done.stdout.splitlines() if "wall_time_s" in ln)
+    assert row.startswith("| `+` | default | wall_time_s |")
+    assert "wall_time_s: " in done.stderr and "worse (limit 20%)" in done.stderr
+    back = aorta("compare", str(sweeps["slow"]), str(sweeps["fast"]), "--json", "--fail-on",
+                 "wall*:20", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    r = _rows(back)[("default", "wall_time_s")]
+    fast = json.loads((sweeps["fast"] / "matrix.json").read_text())["cells"][0]["wall_time_s"]
+    slow = json.loads((sweeps["slow"] / "matrix.json").read_text())["cells"][0]["wall_time_s"]
+    assert r["mark"] == "-" and r["n_baseline"] == r["n_candidate"] == 3
+    assert r["baseline"] == approx(slow["median"]) and r["candidate"] == approx(fast["median"])
+    assert r["ratio"] == approx(fast["median"] / slow["median"]) and r["p_value"] < 0.05
+
+
+def test_same_run_is_unchanged(sweeps, tmp_path):
+    done = aorta("compare", str(sweeps["proton"]), str(sweeps["proton"]), "--json", cwd=tmp_path)
+    rows = _rows(done)
+    assert {r["mark"] for r in rows.values()} == {" "}
+    assert {m for _, m in rows} >= {"proton_gpu_time_ms", "proton_kernel_count", "wall_time_s"}
+    assert all(r["ratio"] == 1.0 for r in rows.values())
+
+
+def test_newly_failing_and_fixed(sweeps, tmp_path):
+    done = aorta("compare", str(sweeps["fast"]), str(sweeps["broken"]), "--fail-on",
+                 "wall_time_s:50", cwd=tmp_path)
+    assert done.returncode == 1 and "newly failing" in done.stderr
+    assert "| `!` | default | wall_time_s |" in done.stdout
+    fixed = aorta("compare", str(sweeps["broken"]), str(sweeps["fast"]), cwd=tmp_path)
+    assert fixed.returncode == 0 and "| `*` | default | wall_time_s |" in fixed.stdout
+
+
+def test_other_environment_is_not_comparable(sweeps, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(sweeps["slow"], other)
+    matrix = json.loads((other / "matrix.json").read_text())
+    matrix["environments"][0]["packages"]["torch"] = "2.99.0"
+    matrix["environments"][0]["gpus"] = [{"vendor": "nvidia", "name": "NVIDIA H200",
+                                         "driver": "580.159.04"}]
+    (other / "matrix.json").write_text(json.dumps(matrix))
+    done = aorta("compare", str(sweeps["fast"]), str(other), "--fail-on", "wall_time_s:5",
+                 cwd=tmp_path)
+    assert done.returncode == 1
+    assert "| `x` | default | wall_time_s |" in done.stdout
+    assert "- torch: 2.13.0+cpu vs 2.99.0" in done.stdout and "- GPU: none vs NVIDIA H200" in (
+        done.stdout)
+    assert "runs are not comparable, cannot check" in done.stderr
+    forced = aorta("compare", str(sweeps["fast"]), str(other), "--allow-env-mismatch",
+                   cwd=tmp_path)
+    assert "| `+` | default | wall_time_s |" in forced.stdout
+
+
+def test_bad_arguments_are_one_line_errors(sweeps, tmp_path):
+    for args, message in (
+        ([str(tmp_path), str(sweeps["fast"])], "no readable matrix.json"),
+        ([str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on", "typo_ms:5"],
+         "--fail-on typo_ms: no such metric in either run (metrics: wall_time_s)"),
+        ([str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on", "wall_time_s"],
+         "expected <metric>:<percent>"),
+    ):
+        done = aorta("compare", *args, cwd=tmp_path, check=False)
+        assert done.returncode == 2 and message in " ".join(done.stderr.split())
+
+
+def test_html_page(sweeps, tmp_path):
+    done = aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--html",
+                 str(tmp_path / "c.html"), "--no-png", cwd=tmp_path)
+    page = (tmp_path / "c.html").read_text()
+    assert done.returncode == 0 and 'id="ratios"' in page and "wall_time_s" in page
+
+
+@pytest.mark.parametrize(("metric", "higher"), [
+    ("workload_samples_per_s", True), ("workload_tflops", True), ("x_gflops", True),
+    ("workload_overlap_ratio", True), ("torchprof_overlap_ratio_min", True),
+    ("wall_time_s", False), ("workload_step_time_ms", False), ("rocprof_memcpy_bytes", False),
+    ("proton_kernel_count", False), ("torchprof_rank_gpu_time_ratio", False)])
+def test_direction_of_metrics(metric, higher):
+    assert higher_is_better(metric) is higher
+
+
+def test_marks():
+    assert _mark(1.05, False, 1.1, 0.001, 0.05) == " "
+    assert _mark(1.2, False, 1.1, 0.001, 0.05) == "+"
+    assert _mark(1.2, True, 1.1, 0.001, 0.05) == "-"
+    assert _mark(0.8, True, 1.1, None, 0.05) == "+"  # too few trials to test: the factor decides
+    assert _mark(1.2, False, 1.1, 0.3, 0.05) == "~"
+
+
+@pytest.mark.parametrize(("t", "df", "p"), [
+    # two-sided critical values of Student's t from printed tables
+    (2.776, 4, 0.05), (2.228, 10, 0.05), (12.706, 1, 0.05), (1.96, 1e6, 0.05),
+    (4.604, 4, 0.01), (0.0, 7, 1.0)])
+def test_t_tail_matches_tables(t, df, p):
+    assert significance.t_two_sided(t, df) == approx(p, abs=2e-4)
+
+
+def test_welch_pure():
+    # Welch's own textbook-style case worked by hand: means 2 and 5, variances 1 and 1, n 3/3:
+    # t = -3 / sqrt(2/3) = -3.674, df = 4 -> p = 0.02131
+    assert significance.welch_pure([1, 2, 3], [4, 5, 6]) == approx(0.02131, abs=1e-4)
+    assert significance.welch_pure([1, 1], [1, 1]) == 1.0
+    assert significance.welch_pure([1, 1], [2, 2]) == 0.0
+    assert significance.welch_p([1], [1, 2]) is None
