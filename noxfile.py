@@ -20,6 +20,9 @@ nox.options.reuse_existing_virtualenvs = False
 TORCH = "torch==2.13.0"
 #: Proton ships inside Triton; its CPU tests run Proton's real code paths (no GPU is needed).
 TRITON = "triton==3.6.0"
+#: HolisticTraceAnalysis, the reference torchprof's overlap is checked against (0.5.0 breaks on
+#: pandas 3).
+HTA = ("holistictraceanalysis==0.5.0", "pandas<3")
 ROOT = Path(__file__).parent
 PLUGINS = sorted(str(p.parent) for p in ROOT.glob("plugins/*/pyproject.toml"))
 
@@ -46,7 +49,7 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """Core and plugin tests against real tools (PyTorch profiler, torchrun/gloo, Hydra)."""
     _install_everything(session)
-    session.install(TRITON, "-e", "tests/third_party_collector")
+    session.install(TRITON, *HTA, "-e", "tests/third_party_collector")
     session.run("pytest", *session.posargs)
 
 
