@@ -66,6 +66,7 @@ def third_party(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Run every bench/bench_*.py and write their results with machine and date to BENCHMARKS.md."""
     _install_everything(session)
+    session.install(*HTA)
     results = []
     for script in sorted(ROOT.glob("bench/bench_*.py")):
         if script.name.endswith("_gpu.py"):
