@@ -193,6 +193,7 @@ def _measure(kind: str, path: Path) -> dict:
     t0 = time.perf_counter()
     _import(kind)
     t0, import_s = time.perf_counter(), time.perf_counter() - t0
+    rss_before = _status_bytes("VmRSS")
     extra: dict = {"import_s": import_s}
     if kind == "ours":
         from aorta_torchprof.parse import parse_dir
@@ -215,16 +216,17 @@ def _measure(kind: str, path: Path) -> dict:
         frame = analysis.get_comm_comp_overlap(visualize=False)
         extra = {"comp_comm_overlap_pctg": float(frame["comp_comm_overlap_pctg"].iloc[0])}
     seconds = time.perf_counter() - t0
-    peak = _peak_rss()
-    return {"kind": kind, "seconds": seconds, "peak_rss_bytes": peak, **extra}
+    peak = _status_bytes("VmHWM")
+    return {"kind": kind, "seconds": seconds, "peak_rss_bytes": peak,
+            "peak_added_bytes": peak - rss_before, **extra}
 
 
-def _peak_rss() -> int:
-    """This process's peak RSS in bytes: ``VmHWM`` (reset by exec, unlike ``ru_maxrss``,
-    which a child inherits from the parent that generated the trace)."""
+def _status_bytes(field: str) -> int:
+    """``VmHWM`` (peak RSS; reset by exec, unlike ``ru_maxrss``, which a child inherits from
+    the parent that generated the trace) or ``VmRSS`` of this process, in bytes."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
@@ -234,7 +236,7 @@ def _peak_rss() -> int:
 def _import(kind: str) -> None:
     """Load each contender's libraries before the clock starts (a one-off cost per process)."""
     modules = {
-        "ours": ["aorta_torchprof.parse"],
+        "ours": ["aorta_torchprof.parse", "polars"],
         "floor": ["msgspec"],
         "orjson": ["orjson"],
         "hta": ["hta.trace_analysis"],
@@ -286,6 +288,8 @@ def main() -> None:
         **{f"{k}_s": round(v["seconds"], 3) for k, v in rows.items()},
         "ours_vs_floor": round(ours / floor, 3),
         "ours_peak_vs_file": round(rows["ours"]["peak_rss_bytes"] / size, 3),
+        "ours_peak_added_vs_file": round(rows["ours"]["peak_added_bytes"] / size, 3),
+        "floor_peak_vs_file": round(rows["floor"]["peak_rss_bytes"] / size, 3),
         "hta_vs_ours": round(rows["hta"]["seconds"] / ours, 1) if "hta" in rows else None,
         "ours_overlap_ratio": rows["ours"].get("torchprof_overlap_ratio"),
         "hta_overlap_pctg": rows.get("hta", {}).get("comp_comm_overlap_pctg"),

@@ -12,8 +12,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 
@@ -40,6 +42,8 @@ def kernel_class(name: str) -> str:
 
 def union_us(ts: pl.Series, end: pl.Series) -> float:
     """Total length of the union of intervals ``[ts, end)`` (HTA's merge, then summed)."""
+    import polars as pl
+
     if ts.len() == 0:
         return 0.0
     merged = (
@@ -70,6 +74,8 @@ class Overlap:
 
 def overlap(names: Iterable[str], ts: pl.Series, dur: pl.Series) -> Overlap:
     """Overlap of one rank's GPU events (names, start µs, duration µs)."""
+    import polars as pl
+
     classes = pl.Series("cls", [kernel_class(n) for n in names], dtype=pl.Categorical)
     base = ts.min() if ts.len() else 0.0
     frame = pl.DataFrame({"cls": classes, "ts": ts - base, "end": ts - base + dur})
