@@ -45,14 +45,9 @@ class SweepCallback(Callback):
         global exit_status
         output = Path(str(config.output))
         try:
-            from aorta_core.matrix import build
-            from aorta_core.summary import print_summary
+            from aorta_core.summary import finish
 
-            result = build(output)
-            from aorta_core.reports.sweep import write_sweep_report
-
-            result.paths.append(write_sweep_report(output))
-            print_summary(result)
+            result = finish(output)
             exit_status = 1 if any(c.get("error") for c in result.cells) else 0
         except Exception as exc:  # Hydra would demote this to a warning; the records are safe
             error_line(f"could not write the matrix of {output} ({type(exc).__name__}: {exc}); "

@@ -100,14 +100,13 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 
 
 def cmd_matrix(ns: argparse.Namespace) -> int:
-    from aorta_core.matrix import build
-    from aorta_core.summary import print_summary
+    from aorta_core.summary import finish
 
     output = Path(ns.output)
     if not (output / "cells").is_dir():
         error_line(f"{output} holds no sweep (no cells/ folder); pass the output=<dir> of a sweep")
         return 2
-    print_summary(build(output))
+    finish(output)
     return 0
 
 
@@ -241,7 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="list installed collectors")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)
-    p = sub.add_parser("matrix", help="(re)build matrix.json/.parquet and perf.md of a sweep")
+    p = sub.add_parser("matrix", help="(re)build matrix.json/.parquet, perf.md, report.html")
     p.add_argument("output", help="the sweep's output folder")
     p.set_defaults(func=cmd_matrix)
     p = sub.add_parser("parse", help="print the metrics a collector parses from a folder")

@@ -21,7 +21,7 @@ Usage:
   python -m aorta_core [sweep=<recipe>] [collector=<name>|collector=[a,b]] [key=value ...] \
 [-- command args...]
   aorta plugins [--json]                      installed collectors
-  aorta matrix <output>                       (re)build matrix.json, matrix.parquet, perf.md
+  aorta matrix <output>                       (re)build matrix.json/.parquet, perf.md, report.html
   aorta parse <collector> <artifact_dir> [key=value ...]   metrics of one artifact folder (JSON)
   aorta report sweep <output> | aorta report overlap --log-dir D --label L ... --output O
   aorta compare <run A> <run B> [--json|--html F] [--fail-on metric:pct]

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.table import Table
 
-from aorta_core.matrix import MatrixResult
+from aorta_core.matrix import MatrixResult, build
 from aorta_core.progress import console, warning_line
+
+
+def finish(output: Path) -> MatrixResult:
+    """What ends a sweep (and ``aorta matrix``): the matrix files, report.html, the summary."""
+    from aorta_core.reports.sweep import write_sweep_report
+
+    result = build(output)
+    result.paths.append(write_sweep_report(output))
+    print_summary(result)
+    return result
 
 
 def print_summary(result: MatrixResult) -> None:
