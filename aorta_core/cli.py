@@ -65,6 +65,12 @@ def run_sweep(args: list[str]) -> int:
 
         print_help([a for a in hydra_args if "=" in a and not a.startswith("-")])
         return 0
+    from aorta_core.precheck import problem
+
+    reason = problem(hydra_args)
+    if reason is not None:
+        error_line(reason)
+        return 2
     if not any(a in ("--hydra-help", "--info", "-i", "--cfg", "-c") for a in hydra_args):
         hydra_args = _with_output(hydra_args)
     register_command(command)

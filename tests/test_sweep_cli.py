@@ -169,11 +169,13 @@ def test_unwritable_output_is_one_clear_line(tmp_path: Path):
     assert "choose a writable output=<dir>" in done.stderr
 
 
-def test_unknown_recipe_names_the_available_ones(tmp_path: Path):
+def test_unknown_recipe_is_one_line_naming_the_available_ones(tmp_path: Path):
     done = run_aorta(["sweep=nope", "--", "true"], cwd=tmp_path)
-    assert done.returncode != 0
-    assert "Could not find 'sweep/nope'" in done.stderr
-    assert "repeat" in done.stderr and "grid" in done.stderr
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("aorta: error: In 'config': Could not find 'sweep/nope'")
+    assert "Available options in 'sweep': default, grid, repeat" in line
+    assert not (tmp_path / "aorta_runs").exists()
 
 
 def test_missing_command_is_reported_and_nothing_runs(tmp_path: Path):
