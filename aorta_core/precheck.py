@@ -45,7 +45,8 @@ def problem(args: list[str]) -> str | None:
         parsed = OverridesParser.create().parse_overrides(candidates)
     except HydraException as exc:
         return _one_line(exc)
-    plain = [o.input_line for o in parsed if not o.is_sweep_override() and not o.is_hydra_override()]
+    plain = [o.input_line for o in parsed
+             if not o.is_sweep_override() and not o.is_hydra_override()]
     try:
         with initialize_config_module("aorta_core.conf", version_base="1.3"):
             compose("config", overrides=plain)
