@@ -178,6 +178,8 @@ def cmd_report_sweep(ns: argparse.Namespace) -> int:
         error_line(f"{output} holds no matrix.json; run aorta matrix {output} first")
         return 2
     path = write_sweep_report(output, pngs=False if ns.no_png else None)
+    if path is None:
+        return 1
     console().print(f"wrote {path}")
     return 0
 

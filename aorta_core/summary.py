@@ -15,7 +15,9 @@ def finish(output: Path) -> MatrixResult:
     from aorta_core.reports.sweep import write_sweep_report
 
     result = build(output)
-    result.paths.append(write_sweep_report(output))
+    report = write_sweep_report(output)
+    if report is not None:
+        result.paths.append(report)
     print_summary(result)
     return result
 

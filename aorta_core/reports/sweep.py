@@ -232,17 +232,17 @@ def _build_page(output: Path) -> Page:
     return page
 
 
-def write_sweep_report(output: Path, pngs: bool | None = None) -> Path:
+def write_sweep_report(output: Path, pngs: bool | None = None) -> Path | None:
     """Write ``<output>/report.html`` (and PNGs into ``<output>/report_png/``); never raises.
 
-    ``pngs=None`` follows ``AORTA_REPORT_PNG`` (default on). Problems are printed as one
-    warning line each.
+    ``pngs=None`` follows ``AORTA_REPORT_PNG`` (default on). Returns the page, or ``None`` when
+    it could not be written; problems are printed as one warning line each.
     """
     output = Path(output)
     path = output / REPORT_NAME
     if not output.is_dir():
         warning_line(f"no report written: {output} is not a folder; pass a sweep's output=<dir>")
-        return path
+        return None
     try:
         page = _build_page(output)
         line = page.write(path, output / PNG_FOLDER if pngs_wanted(pngs) else None)
@@ -251,5 +251,6 @@ def write_sweep_report(output: Path, pngs: bool | None = None) -> Path:
     except Exception as exc:  # the sweep's results are safe; the page is a convenience
         warning_line(f"could not write {path} ({type(exc).__name__}: {exc}); "
                      f"run aorta report sweep {output} after fixing the cause")
+        return None
     return path
 

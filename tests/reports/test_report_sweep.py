@@ -50,7 +50,7 @@ def test_cli_rebuilds_the_report(sweeps, tmp_path):
 
 
 def test_odd_folders_never_raise(sweeps, tmp_path):
-    assert write_sweep_report(tmp_path / "missing", pngs=False) == tmp_path / "missing/report.html"
+    assert write_sweep_report(tmp_path / "missing", pngs=False) is None
     assert not (tmp_path / "missing").exists()
     (tmp_path / "garbage").mkdir()
     (tmp_path / "garbage/matrix.json").write_text("{truncated")
