@@ -53,7 +53,9 @@ def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
 def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[Path]:
     """After the run, gather what the profiler wrote into ``artifact_dir``; return the files.
 
-    Called whatever the run's outcome (failed and timed-out runs keep their artifacts).
+    Called whatever the run's outcome (failed and timed-out runs keep their artifacts). A
+    collector whose profiler writes straight into ``artifact_dir`` need not implement it: the
+    core then lists every file in the folder.
     """
 
 

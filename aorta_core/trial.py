@@ -231,7 +231,9 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
                     n, "collect_artifacts", artifact_dir=folders[n], options=o, run=run
                 ),
                 [],
-            ) or []
+            )
+            if artifacts is None:  # not implemented: the profiler wrote straight into the folder
+                artifacts = sorted(p for p in folders[name].rglob("*") if p.is_file())
             raw = notes.call(
                 name, "parse_metrics",
                 lambda n=name, o=options: registry.call(

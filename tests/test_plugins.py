@@ -83,6 +83,7 @@ def test_two_collectors_wrap_in_order_and_both_parse(plugin_site, tmp_path: Path
     assert rec["metrics"]["inner_artifact_dir"] == str(trial_dir / "inner")
     assert (trial_dir / "outer" / "wrapped.txt").read_text() == "outer"
     assert rec["collectors"]["outer"]["options"] == {"level": 7}
+    assert rec["collectors"]["outer"]["artifacts"] == ["outer/wrapped.txt"]  # listed by the core
     assert rec["collectors"]["outer"]["version"] == "0.3.1"
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_core import CollectorInfo, Launch, hookimpl
 from aorta_rocprof.options import RocprofOptions, check_conflicts, validate
 from aorta_rocprof.wrap import wrap
 
@@ -33,12 +33,6 @@ def check_options(options: Any, selected: Mapping[str, Any]) -> None:
 @hookimpl
 def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
     return wrap(launch, options, artifact_dir)
-
-
-@hookimpl
-def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[Path]:
-    """rocprofv3 already wrote into ``artifact_dir`` (``-d``); list what is there."""
-    return sorted(p for p in Path(artifact_dir).rglob("*") if p.is_file())
 
 
 @hookimpl

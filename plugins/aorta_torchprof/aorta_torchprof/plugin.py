@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import CollectorInfo, Launch, OptionError, TrialRun, hookimpl
+from aorta_core import CollectorInfo, Launch, OptionError, hookimpl
 from aorta_torchprof.options import ACTIVITIES, MODES, STEP_ON, TorchprofOptions
 
 
@@ -53,12 +53,6 @@ def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
     from aorta_torchprof.wrap import wrap
 
     return wrap(launch, options, artifact_dir)
-
-
-@hookimpl
-def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[Path]:
-    """The runner and env-mode workloads write straight into ``artifact_dir``: list it."""
-    return sorted(p for p in Path(artifact_dir).rglob("*") if p.is_file())
 
 
 @hookimpl
