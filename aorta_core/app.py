@@ -17,11 +17,9 @@ from aorta_core.argv import escape_for_omegaconf
 from aorta_core.cells import ConfigError, build_cell, cell_name
 from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, error_line
-from aorta_core.records import RECORD_NAME, read_record, write_json_atomic
+from aorta_core.records import CELL_FILE, RECORD_NAME, read_record, write_json_atomic
 from aorta_core.slots import device_slot
 from aorta_core.trial import run_trial
-
-CELL_FILE = "cell.json"
 
 OmegaConf.register_new_resolver("aorta_cell", cell_name, replace=True)
 OmegaConf.register_new_resolver("aorta_python", lambda: sys.executable, replace=True)

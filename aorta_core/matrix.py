@@ -22,9 +22,8 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.records import RECORD_NAME, SCHEMA_VERSION, write_json_atomic
+from aorta_core.records import CELL_FILE, RECORD_NAME, SCHEMA_VERSION, write_json_atomic
 
-CELL_FILE = "cell.json"
 VERDICTS = ("pass", "fail", "error")
 STATS = ("mean", "median", "std", "min", "max", "n")
 WALL = "wall_time_s"

@@ -12,6 +12,8 @@ import orjson
 #: Bump when a field changes meaning; readers of older records must keep working.
 SCHEMA_VERSION = 1
 RECORD_NAME = "record.json"
+#: Beside a cell's trial folders: its axes, command and collectors, or why it could not run.
+CELL_FILE = "cell.json"
 
 
 def _default(obj: Any) -> Any:
