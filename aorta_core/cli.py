@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -88,6 +87,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     if ns.json:
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
+    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="aorta collectors", title_justify="left")
@@ -100,8 +100,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     if not rows:
         console().print("no collectors installed (pip install aorta-proton, aorta-rocprof, ...)")
     else:
-        console().file = sys.stdout
-        console().print(table)
+        Console(highlight=False).print(table)  # the listing is the command's output: stdout
     return 0
 
 
@@ -136,14 +135,13 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     except OmegaConfBaseException as exc:
         error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
         return 2
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        metrics = registry.call(
-            ns.collector, "parse_metrics", artifact_dir=folder, options=options
-        ) or {}
-    for w in caught:
-        warning_line(f"{ns.collector}: {w.message}")
-    metrics = {**metrics, f"{ns.collector}_artifact_dir": str(folder.resolve())}
+    from aorta_core.trial import Notes, collector_metrics
+
+    notes = Notes()
+    metrics = collector_metrics(registry, ns.collector, folder, options, notes)
+    for note in notes.by_collector.get(ns.collector, []):
+        warning_line(f"{ns.collector}: {note}")
+    metrics[f"{ns.collector}_artifact_dir"] = str(folder.resolve())
     sys.stdout.write(orjson.dumps(metrics, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0
 

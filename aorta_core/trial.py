@@ -85,7 +85,7 @@ def _clean_metric(value: Any) -> Any:
     return None
 
 
-class _Warnings:
+class Notes:
     """Collects per-collector warnings and hook failures into the record."""
 
     def __init__(self) -> None:
@@ -123,7 +123,7 @@ def _prepare(trial_dir: Path, collectors: list[str]) -> dict[str, Path]:
     return folders
 
 
-def _workload_metrics(path: Path, notes: _Warnings) -> dict[str, Any]:
+def _workload_metrics(path: Path, notes: Notes) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
@@ -142,7 +142,7 @@ def _workload_metrics(path: Path, notes: _Warnings) -> dict[str, Any]:
     return out
 
 
-def _metrics_of(name: str, raw: Any, notes: _Warnings) -> dict[str, Any]:
+def _metrics_of(name: str, raw: Any, notes: Notes) -> dict[str, Any]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -159,6 +159,21 @@ def _metrics_of(name: str, raw: Any, notes: _Warnings) -> dict[str, Any]:
             continue
         out[str(key)] = clean
     return out
+
+
+def collector_metrics(
+    registry: Registry, name: str, folder: Path, options: Any, notes: Notes
+) -> dict[str, Any]:
+    """``parse_metrics`` of one collector, isolated and cleaned as the contract says.
+
+    Shared by every trial and by ``aorta parse``, so both show the same metrics.
+    """
+    raw = notes.call(
+        name, "parse_metrics",
+        lambda: registry.call(name, "parse_metrics", artifact_dir=folder, options=options),
+        None,
+    )
+    return _metrics_of(name, raw, notes)
 
 
 def _base_launch(cell: Cell, trial_dir: Path, index: int) -> Launch:
@@ -186,7 +201,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
     trial_dir = cell.trial_dir(index)
     order = registry.wrap_order(list(cell.collectors))
     folders = _prepare(trial_dir, order)
-    notes = _Warnings()
+    notes = Notes()
     started_unix = time.time()
     started = datetime.fromtimestamp(started_unix, UTC).isoformat(timespec="seconds")
     given = _base_launch(cell, trial_dir, index)
@@ -234,14 +249,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
             )
             if artifacts is None:  # not implemented: the profiler wrote straight into the folder
                 artifacts = sorted(p for p in folders[name].rglob("*") if p.is_file())
-            raw = notes.call(
-                name, "parse_metrics",
-                lambda n=name, o=options: registry.call(
-                    n, "parse_metrics", artifact_dir=folders[n], options=o
-                ),
-                None,
-            )
-            metrics.update(_metrics_of(name, raw, notes))
+            metrics.update(collector_metrics(registry, name, folders[name], options, notes))
         metrics[f"{name}_artifact_dir"] = str(folders[name])
         collector_records[name] = {
             "version": registry.collectors[name].version,

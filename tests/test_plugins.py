@@ -237,3 +237,20 @@ def test_appended_unknown_option_is_refused_too(plugin_site, tmp_path: Path):
     assert done.returncode == 1
     assert "collector.good.levle is not an option of good; valid: level" in done.stderr
     assert not (tmp_path / "ran").exists()
+
+
+def test_parse_subcommand_shows_what_a_trial_would_record(plugin_site, tmp_path: Path):
+    plugin_site.add("faulty", FAULTY.replace("@hookimpl\ndef wrap_argv", "def _unused_wrap")
+                    .replace("@hookimpl\ndef parse_metrics", "def _unused_parse"))
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    done = run_aorta(["parse", "faulty", str(folder), "level=4"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"faulty_ok": 1.5, "faulty_artifact_dir": str(folder)}
+    assert "faulty: metric 'unprefixed' lacks the faulty_ prefix; dropped" in done.stderr
+    done = run_aorta(["parse", "faulty", str(folder), "level=1"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"faulty_artifact_dir": str(folder)}
+    assert "faulty: parse_metrics failed: ValueError: cannot parse" in done.stderr
