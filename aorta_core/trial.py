@@ -108,6 +108,7 @@ class Notes:
 
 
 def _prepare(trial_dir: Path, collectors: list[str]) -> dict[str, Path]:
+    """Fresh, empty artifact folders for this attempt; no metrics left from an earlier one."""
     trial_dir.mkdir(parents=True, exist_ok=True)
     folders = {}
     for name in collectors:
@@ -118,8 +119,7 @@ def _prepare(trial_dir: Path, collectors: list[str]) -> dict[str, Path]:
             shutil.rmtree(folder)
         folder.mkdir()
         folders[name] = folder
-    for stale in (WORKLOAD_METRICS_NAME,):
-        (trial_dir / stale).unlink(missing_ok=True)
+    (trial_dir / WORKLOAD_METRICS_NAME).unlink(missing_ok=True)
     return folders
 
 
