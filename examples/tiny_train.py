@@ -1,4 +1,4 @@
-"""A small, real PyTorch CPU training loop: the default workload of ``python -m aorta_core``.
+"""A small, real PyTorch CPU training loop: the `workload=tiny` of aorta (used by `sweep=grid`).
 
 Trains an MLP regressor on synthetic data and, when run under aorta, reports its loss and
 throughput through ``AORTA_METRICS_PATH`` so that they land in the sweep's matrix.
