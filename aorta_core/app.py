@@ -79,7 +79,8 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
     write_json_atomic(
         cell.directory / CELL_FILE,
         {"cell": cell.name, "axes": dict(cell.axes), "command": list(cell.command),
-         "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None},
+         "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
+         "auto": cell.auto.to_json() if cell.auto else None},
     )
     verdicts: dict[str, int] = {}
     devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None

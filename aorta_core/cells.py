@@ -1,24 +1,47 @@
-"""From a composed Hydra job config to a validated :class:`~aorta_core.trial.Cell`."""
+"""From a composed Hydra job config to a validated :class:`Cell`."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 from omegaconf import DictConfig, OmegaConf
 
+from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.contracts import OptionError
 from aorta_core.plugins import Registry
 from aorta_core.retention import LEVELS
-from aorta_core.trial import Cell
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 _APPEND = re.compile(r"(^|,)[+~]+")
 _MAX_NAME = 100
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Everything that is the same for all trials of one cell of the sweep."""
+
+    name: str
+    directory: Path
+    axes: Mapping[str, str]
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+    #: name -> options dataclass instance, for the selected collectors.
+    collectors: Mapping[str, Any]
+    timeout_s: float | None
+    retain: Mapping[str, str]
+    fingerprint: str
+    #: What ``auto`` workload settings became on this machine (None: the cell has none).
+    auto: AutoChoice | None = None
+
+    def trial_dir(self, index: int) -> Path:
+        return self.directory / f"trial_{index:03d}"
 
 
 class ConfigError(ValueError):
@@ -109,6 +132,19 @@ def _positive(cfg: DictConfig, key: str, allow_none: bool) -> float | None:
     return value
 
 
+def _auto(cfg: DictConfig, env: dict[str, str], per_cell: int) -> AutoChoice | None:
+    """Fill ``auto`` workload settings for the GPUs this cell will see (its device slot too)."""
+    if not uses_workload(cfg):
+        return None
+    seen = dict(env)
+    if cfg.get("devices") is not None:
+        seen.update(dict.fromkeys(cfg.device_env, ",".join(["x"] * per_cell)))
+    try:
+        return resolve(cfg, seen)
+    except AutoError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     """Validate the job config and describe its cell; raises :class:`ConfigError`."""
     trials = _positive(cfg, "trials", allow_none=False)
@@ -121,9 +157,10 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
             f"devices_per_cell={per_cell} is more than the {len(cfg.devices)} listed devices; "
             "list more devices or lower devices_per_cell"
         )
+    env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
+    auto = _auto(cfg, env, int(per_cell))
     command = _command(cfg)
     collectors = _collectors(cfg, registry)
-    env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
     excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
     name = cell_name(hydra_cfg.job.override_dirname)
     fingerprint = hashlib.sha256(
@@ -142,4 +179,5 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
         timeout_s=timeout,
         retain=_retain(cfg),
         fingerprint=fingerprint,
+        auto=auto,
     )

@@ -19,20 +19,22 @@ from aorta_core.progress import console, error_line, warning_line
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare")
 _OUTPUT_KEYS = ("output=", "+output=", "++output=")
+_INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
 
 
-def _with_output(args: list[str]) -> list[str]:
+def _with_output(args: list[str]) -> tuple[list[str], Path]:
     """Default ``output`` to a new timestamped folder; make a relative one absolute."""
-    out = []
+    out, output = [], None
     for arg in args:
         key = next((k for k in _OUTPUT_KEYS if arg.startswith(k)), None)
-        if key and not Path(arg[len(key):]).is_absolute():
-            arg = key + str(Path.cwd() / arg[len(key):])
+        if key:
+            output = Path.cwd() / arg[len(key):]  # an absolute value stays as it is
+            arg = key + str(output)
         out.append(arg)
-    if not any(a.startswith(_OUTPUT_KEYS) for a in args):
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        out.append(f"output={Path.cwd() / 'aorta_runs' / stamp}")
-    return out
+    if output is None:
+        output = Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+        out.append(f"output={output}")
+    return out, output
 
 
 def _load_registry_or_exit():
@@ -53,8 +55,10 @@ def _load_registry_or_exit():
 
 
 def run_sweep(args: list[str]) -> int:
-    from aorta_core import callbacks, searchpath
+    from aorta_core import searchpath
     from aorta_core.app import hydra_main, register_command
+    from aorta_core.driver import EXIT_USAGE, drive
+    from aorta_core.precheck import UsageError, check
 
     hydra_args, command = split_command(args)
     _load_registry_or_exit()
@@ -64,18 +68,19 @@ def run_sweep(args: list[str]) -> int:
 
         print_help([a for a in hydra_args if "=" in a and not a.startswith("-")])
         return 0
-    from aorta_core.precheck import problem
-
-    reason = problem(hydra_args)
-    if reason is not None:
-        error_line(reason)
-        return 2
-    if not any(a in ("--hydra-help", "--info", "-i", "--cfg", "-c") for a in hydra_args):
-        hydra_args = _with_output(hydra_args)
+    try:
+        plan = check(hydra_args, command)
+    except UsageError as exc:
+        error_line(str(exc))
+        return EXIT_USAGE
     register_command(command)
+    if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
+        sys.argv = [sys.argv[0], *hydra_args]
+        hydra_main()
+        return 0
+    hydra_args, output = _with_output(hydra_args)
     sys.argv = [sys.argv[0], *hydra_args]
-    hydra_main()
-    return callbacks.exit_status
+    return drive(output, hydra_main, plan.allow_failures)
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:

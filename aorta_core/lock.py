@@ -1,11 +1,18 @@
-"""One sweep per output folder: an exclusive lock file, taken over when its owner is dead."""
+"""One sweep per output folder: a kernel lock (``flock``) on ``<output>/.aorta.lock``.
+
+The kernel drops the lock when its holder dies, so a killed sweep never blocks the next one, and
+two sweeps can never both hold it. The holder's pid and host are written into the file only to
+name it in messages; the file is emptied on release and never removed (removing it would let a
+third sweep lock a new file while a second still holds the old one).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import socket
-import warnings
+import stat
 from pathlib import Path
 
 import orjson
@@ -14,17 +21,16 @@ LOCK_NAME = ".aorta.lock"
 
 
 class SweepLockedError(RuntimeError):
-    """Another live sweep writes into the same output folder."""
+    """Another live sweep writes into the same output folder, or the lock cannot be taken."""
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _holder(fd: int) -> dict | None:
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+        os.lseek(fd, 0, os.SEEK_SET)
+        owner = orjson.loads(os.read(fd, 4096))
+        if isinstance(owner, dict):
+            return owner
+    return None
 
 
 class SweepLock:
@@ -32,42 +38,39 @@ class SweepLock:
 
     def __init__(self, output: Path) -> None:
         self.path = output / LOCK_NAME
+        self.fd: int | None = None
 
-    def acquire(self) -> None:
-        me = {"pid": os.getpid(), "host": socket.gethostname()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self._take_over_if_stale()
-                continue
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps(me))
-            return
-        raise SweepLockedError(f"could not lock {self.path}; remove it if no sweep is running")
-
-    def _take_over_if_stale(self) -> None:
+    def acquire(self) -> dict | None:
+        """Take the lock; return what a holder that died without releasing it had written."""
         try:
-            owner = orjson.loads(self.path.read_bytes())
-            pid, host = int(owner["pid"]), str(owner["host"])
-        except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-            owner, pid, host = None, -1, socket.gethostname()
-        if host != socket.gethostname():
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as exc:
             raise SweepLockedError(
-                f"{self.path.parent} is locked by a sweep on host {host} (pid {pid}); wait for it, "
-                f"or delete {self.path} if that sweep is dead"
-            )
-        if pid == os.getpid() or (pid > 0 and _alive(pid)):
+                f"cannot lock {self.path} ({exc.strerror}); remove it if it is not aorta's lock"
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise SweepLockedError(f"{self.path} is not a regular file; remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _holder(fd) or {}
+            os.close(fd)
+            who = f"pid {owner.get('pid', '?')} on {owner.get('host', '?')}"
             raise SweepLockedError(
-                f"another sweep (pid {pid}) is writing to {self.path.parent}; wait for it or "
-                "choose another output=<dir>"
-            )
-        warnings.warn(
-            f"taking over the stale lock {self.path} of dead process {pid}", stacklevel=2
-        )
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+                f"another sweep ({who}) is writing to {self.path.parent}; wait for it or choose "
+                "another output=<dir>"
+            ) from None
+        previous = _holder(fd)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, orjson.dumps({"pid": os.getpid(), "host": socket.gethostname()}), 0)
+        self.fd = fd
+        return previous
 
     def release(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+        os.close(self.fd)  # closing drops the flock
+        self.fd = None

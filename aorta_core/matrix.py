@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from aorta_core.files import write_atomic
 from aorta_core.records import CELL_FILE, RECORD_NAME, SCHEMA_VERSION, write_json_atomic
 
 VERDICTS = ("pass", "fail", "error")
@@ -262,18 +263,13 @@ def _cell_entries(cells: list[dict], records: list[_Record], summaries, texts) -
             "command": cell.get("command") or (first[name].argv if name in first else None),
             "collectors": cell.get("collectors") or [],
             "error": cell.get("error"),
+            "auto": cell.get("auto"),
             "trials": counts.get(name, dict.fromkeys(("total", *VERDICTS), 0)),
             WALL: summary.pop(WALL, None),
             "metrics_summary": summary,
             "metrics_text": texts.get(name, {}),
         })
     return entries
-
-
-def _replace(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def build(output: Path) -> MatrixResult:
@@ -308,6 +304,6 @@ def build(output: Path) -> MatrixResult:
     paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]
     write_json_atomic(paths[0], matrix)
     long = _long(wide, numeric, text, [f"axis:{a}" for a in axis_names])
-    _replace(paths[1], long.write_parquet)
-    _replace(paths[2], lambda p: p.write_text(render(matrix), encoding="utf-8"))
+    write_atomic(paths[1], long.write_parquet)
+    write_atomic(paths[2], render(matrix).encode())
     return MatrixResult(paths, matrix_cells, unreadable)

@@ -29,11 +29,14 @@ def _end_group(proc: subprocess.Popen, grace_s: float) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    with contextlib.suppress(subprocess.TimeoutExpired):
+    try:
         proc.wait(timeout=grace_s)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):  # a second Ctrl-C: no more grace
+        pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def run_launch(

@@ -24,6 +24,10 @@ def warning_line(message: str) -> None:
     console().print(f"[yellow]aorta: warning:[/] {escape(message)}")
 
 
+def auto_text(chosen: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in chosen.items()) or "nothing to choose"
+
+
 class CellProgress:
     """A live status line per running trial, then one result line per trial."""
 
@@ -35,6 +39,9 @@ class CellProgress:
         axes = " ".join(f"{k}={v}" for k, v in self.cell.axes.items()) or "(no axes)"
         collectors = ",".join(self.cell.collectors) or "none"
         line = f"[bold]cell[/] {escape(self.cell.name)}  {escape(axes)}  collectors: {collectors}"
+        if self.cell.auto is not None:
+            line += f"\n  [dim]auto ({escape(self.cell.auto.machine)}):[/] " + escape(
+                auto_text(self.cell.auto.chosen))
         if self.skipped:
             line += f"  [dim]({self.skipped}/{self.trials} trials already recorded)[/]"
         console().print(line)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from aorta_core.files import write_atomic
 
 #: Bump when a field changes meaning; readers of older records must keep working.
 SCHEMA_VERSION = 1
@@ -31,16 +31,8 @@ def dump_json(obj: Any) -> bytes:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write a temp file in the same folder, then ``os.replace``: never a half-written file."""
-    data = dump_json(obj)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Never a half-written file (:func:`aorta_core.files.write_atomic`)."""
+    write_atomic(path, dump_json(obj))
 
 
 def read_record(path: Path) -> dict[str, Any] | None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
 from aorta_core.matrix import MatrixResult, build
-from aorta_core.progress import console, warning_line
+from aorta_core.progress import auto_text, console, warning_line
 
 
 def finish(output: Path) -> MatrixResult:
@@ -20,6 +21,14 @@ def finish(output: Path) -> MatrixResult:
         result.paths.append(report)
     print_summary(result)
     return result
+
+
+def _distinct_autos(cells: list[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for cell in cells:
+        if cell.get("auto"):
+            seen.setdefault(repr(sorted(cell["auto"].items())), cell["auto"])
+    return list(seen.values())
 
 
 def print_summary(result: MatrixResult) -> None:
@@ -35,6 +44,8 @@ def print_summary(result: MatrixResult) -> None:
         )
     out = console()
     out.print(table)
+    for auto in _distinct_autos(result.cells):
+        out.print(f"[dim]auto ({escape(auto['machine'])}):[/] {escape(auto_text(auto['chosen']))}")
     for path in result.unreadable:
         warning_line(f"unreadable record {path} skipped; re-run the sweep to redo that trial")
     bad = [c["cell"] for c in result.cells if c.get("error") or c["trials"]["fail"]

@@ -15,7 +15,6 @@ import shutil
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,9 @@ from typing import Any
 import orjson
 
 from aorta_core import environment
+from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun
+from aorta_core.failure import describe
 from aorta_core.plugins import Registry
 from aorta_core.process import run_launch
 from aorta_core.records import RECORD_NAME, SCHEMA_VERSION, write_json_atomic
@@ -34,40 +35,9 @@ STDERR_NAME = "stderr.log"
 WORKLOAD_METRICS_NAME = "workload_metrics.json"
 
 
-@dataclass(frozen=True)
-class Cell:
-    """Everything that is the same for all trials of one cell of the sweep."""
-
-    name: str
-    directory: Path
-    axes: Mapping[str, str]
-    command: tuple[str, ...]
-    env: Mapping[str, str]
-    #: name -> options dataclass instance, for the selected collectors.
-    collectors: Mapping[str, Any]
-    timeout_s: float | None
-    retain: Mapping[str, str]
-    fingerprint: str
-
-    def trial_dir(self, index: int) -> Path:
-        return self.directory / f"trial_{index:03d}"
-
-
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def _last_line(log: Path) -> str:
-    """``": <last non-empty stderr line>"`` to make a failure readable at a glance."""
-    try:
-        with open(log, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
-            lines = [ln.strip() for ln in fh.read().decode(errors="replace").splitlines()]
-    except OSError:
-        return ""
-    lines = [ln for ln in lines if ln]
-    return f": {lines[-1][:300]}" if lines else ""
 
 
 def _clean_metric(value: Any) -> Any:
@@ -265,7 +235,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
     elif outcome.timed_out:
         verdict, error = "fail", f"timed out after {cell.timeout_s:g} s; process group ended"
     elif outcome.returncode != 0:
-        verdict, error = "fail", f"exit code {outcome.returncode}{_last_line(stderr)}"
+        verdict, error = "fail", describe(outcome.returncode, stderr)
     else:
         verdict = "pass"
     level = cell.retain.get(f"on_{verdict}", "full")
@@ -296,6 +266,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> dict[str, Any]:
         "warnings": notes.by_collector,
         "retention": {"level": level, "deleted": deleted},
         "fingerprint": cell.fingerprint,
+        "auto": cell.auto.to_json() if cell.auto else None,
         "metrics": metrics,
         "recorded_at_unix": time.time(),
     }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -14,6 +13,7 @@ import msgspec
 from aorta_core.benchmark.overlap import comm_union_ms, compute_overlap
 from aorta_core.benchmark.schema import SCHEMA_VERSION, GpuSample, Profile, RankRecord
 from aorta_core.benchmark.timeline import IterationTiming
+from aorta_core.files import write_atomic
 
 PHASES = ("data", "forward", "backward", "grad_clip", "optimizer")
 COMM = ("allreduce", "reducescatter", "allgather")
@@ -157,6 +157,4 @@ class Summary:
 def write_metrics_atomic(path: Path, metrics: dict[str, Any]) -> None:
     """Write the flat metrics object via a temp file + rename (readers never see half)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(msgspec.json.encode(metrics))
-    os.replace(tmp, path)
+    write_atomic(path, msgspec.json.encode(metrics))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from aorta_core.files import write_atomic
 from aorta_core.reports.figures import Figure, export_pngs
 
 _CSS = """
@@ -105,7 +105,5 @@ class Page:
     def write(self, path: Path, png_dir: Path | None) -> str | None:
         """Write the page atomically; then the PNGs when ``png_dir`` is given (the line to show)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(self.render(), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, self.render().encode())
         return export_pngs(self.figures, png_dir) if png_dir is not None else None

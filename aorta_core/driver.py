@@ -1,0 +1,80 @@
+"""What the process that drives a sweep does around Hydra's jobs: check the output folder, hold the
+lock, write the matrix at the end and turn the outcome into the exit status.
+
+Exit status: 0 every trial passed; 1 a trial failed or errored or a cell was refused (0 anyway
+with ``allow_failures=true``); 2 a usage error; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from aorta_core.lock import SweepLock, SweepLockedError
+from aorta_core.progress import error_line, warning_line
+from aorta_core.records import RECORD_NAME
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _writable(output: Path) -> str | None:
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        probe = output / ".aorta.write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write to output={output} ({exc.strerror}); choose a writable output=<dir>"
+    return None
+
+
+def recorded_trials(output: Path) -> int:
+    return sum(1 for _ in output.glob(f"cells/*/trial_*/{RECORD_NAME}"))
+
+
+def status_of(cells: Iterable[dict[str, Any]], allow_failures: bool) -> int:
+    """1 when a cell was refused or any of its trials failed or errored, unless allowed."""
+    bad = any(c.get("error") or c["trials"].get("fail") or c["trials"].get("error") for c in cells)
+    return EXIT_FAILED if bad and not allow_failures else EXIT_OK
+
+
+def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> int:
+    """Run the sweep's jobs into ``output`` under its lock; return the exit status."""
+    problem = _writable(output)
+    if problem is not None:
+        error_line(problem)
+        return EXIT_USAGE
+    lock = SweepLock(output)
+    try:
+        previous = lock.acquire()
+    except SweepLockedError as exc:
+        error_line(str(exc))
+        return EXIT_USAGE
+    if previous:
+        warning_line(f"taking over the lock of a sweep that ended without releasing it "
+                     f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
+    try:
+        try:
+            run_jobs()
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+            error_line(f"interrupted: {recorded_trials(output)} trials recorded; "
+                       "run the same command again to resume")
+            return EXIT_INTERRUPTED
+        return _finish(output, allow_failures)
+    finally:
+        lock.release()
+
+
+def _finish(output: Path, allow_failures: bool) -> int:
+    from aorta_core.summary import finish
+
+    try:
+        result = finish(output)
+    except Exception as exc:  # the records are safe; only the merge failed
+        error_line(f"could not write the matrix of {output} ({type(exc).__name__}: {exc}); "
+                   f"the trial records are kept: fix the cause, then run aorta matrix {output}")
+        return EXIT_FAILED
+    return status_of(result.cells, allow_failures)

@@ -1,0 +1,126 @@
+"""Why a payload failed, in one line: its real error, not the last line it happened to print.
+
+The last stderr line of a failed run is often noise: a ruler of ``=``, torchrun's
+``ChildFailedError`` summary, a log or warning line. This reads the tail of stderr the way a
+person would: the root-cause rank of torchrun's summary, that rank's ``[rankN]:`` lines, the
+exception line that ends the last Python traceback, and only then the last meaningful line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+#: Enough for the last few tracebacks; a multi-GB log is never read whole.
+TAIL_BYTES = 256 * 1024
+MAX_REASON = 300
+
+_RANK_PREFIX = re.compile(r"^\[(?:default)?rank(\d+)\]:\s?")
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\s*\n(.*?)(?:\n=+|\Z)", re.S)
+_SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.M)
+_SUMMARY_TRACEBACK = re.compile(r"^\s*traceback\s*:\s*(.*)", re.M | re.S)
+_NOISE = (
+    re.compile(r"^[=\-*#~_.+ ]{3,}$"),  # rulers and banners
+    re.compile(r"^[WIEF]\d{4} \d\d:\d\d:\d\d"),  # glog lines (torchrun, NCCL, absl)
+    re.compile(r"^\S+:\d+: \w*Warning: "),  # warnings.warn output
+    re.compile(r"^\s*warnings\.warn\("),
+    re.compile(r"Setting OMP_NUM_THREADS environment variable"),
+    re.compile(r"^To enable traceback see: "),
+)
+
+
+def read_tail(path: Path, size: int = TAIL_BYTES) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_noise(line: str) -> bool:
+    return not line.strip() or any(p.search(line) for p in _NOISE)
+
+
+def last_exception(lines: list[str]) -> str | None:
+    """The exception line that ends the last complete Python traceback in ``lines``."""
+    found, in_frames = None, False
+    for line in lines:
+        if line.startswith("Traceback (most recent call last):"):
+            in_frames = True
+        elif in_frames and line and not line[0].isspace():
+            found, in_frames = line.strip(), False
+    return found
+
+
+def _root_cause(text: str) -> tuple[int | None, str | None]:
+    """Rank and inline traceback of torchrun's ``Root Cause`` block, when there is one."""
+    block = _ROOT_CAUSE.search(text)
+    if block is None:
+        return None, None
+    rank = _SUMMARY_RANK.search(block.group(1))
+    trace = _SUMMARY_TRACEBACK.search(block.group(1))
+    lines = trace.group(1).splitlines() if trace else []
+    exception = last_exception(lines) if lines else None
+    return (int(rank.group(1)) if rank else None), exception
+
+
+def _split_ranks(lines: list[str]) -> tuple[dict[int, list[str]], list[str]]:
+    ranks: dict[int, list[str]] = {}
+    plain = []
+    for line in lines:
+        match = _RANK_PREFIX.match(line)
+        if match:
+            ranks.setdefault(int(match.group(1)), []).append(line[match.end():])
+        else:
+            plain.append(line)
+    return ranks, plain
+
+
+def _before_launcher_traceback(lines: list[str]) -> list[str]:
+    """Drop torchrun's own traceback (ending in ``ChildFailedError``) and what follows it."""
+    for i, line in enumerate(lines):
+        if "ChildFailedError" in line and not line[:1].isspace():
+            start = max((j for j in range(i) if lines[j].startswith("Traceback (most recent")),
+                        default=i)
+            return lines[:start]
+    return lines
+
+
+def reason(stderr_text: str) -> str | None:
+    """The payload's real error in one line (``rank 1: RuntimeError: ...``), or ``None``."""
+    lines = stderr_text.splitlines()
+    root_rank, root_exception = _root_cause(stderr_text)
+    ranks, plain = _split_ranks(_before_launcher_traceback(lines))
+    text = root_exception
+    if text is None and root_rank in ranks:
+        text = last_exception(ranks[root_rank])
+    if text is None:
+        text = last_exception(plain)
+    if text is None:
+        for rank in sorted(ranks):
+            text = last_exception(ranks[rank])
+            if text is not None:
+                root_rank = rank
+                break
+    if text is None:
+        text = next((ln.strip() for ln in reversed(plain) if not _is_noise(ln)), None)
+    if text is None:
+        return None
+    prefix = f"rank {root_rank}: " if root_rank is not None and (ranks or root_exception) else ""
+    return (prefix + text)[:MAX_REASON]
+
+
+def describe(returncode: int, stderr_path: Path) -> str:
+    """``exit code N: <reason>`` (or the signal that ended the run) for the trial record."""
+    if returncode < 0:
+        try:
+            head = f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            head = f"killed by signal {-returncode}"
+    else:
+        head = f"exit code {returncode}"
+    why = reason(read_tail(stderr_path))
+    return f"{head}: {why}" if why else head
