@@ -21,9 +21,12 @@ _RANK_PREFIX = re.compile(r"^\[(?:default)?rank(\d+)\]:\s?")
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\s*\n(.*?)(?:\n=+|\Z)", re.S)
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.M)
 _SUMMARY_TRACEBACK = re.compile(r"^\s*traceback\s*:\s*(.*)", re.M | re.S)
+#: ``ValueError: x``, ``torch.distributed.DistBackendError: x``, ``KeyboardInterrupt``.
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
+_CARETS = re.compile(r"^[\^~ ]+")
 _NOISE = (
     re.compile(r"^[=\-*#~_.+ ]{3,}$"),  # rulers and banners
-    re.compile(r"^[WIEF]\d{4} \d\d:\d\d:\d\d"),  # glog lines (torchrun, NCCL, absl)
+    re.compile(r"^\[?[WIEF]\d{4} \d\d:\d\d:\d\d"),  # glog lines (torchrun, NCCL, c10)
     re.compile(r"^\S+:\d+: \w*Warning: "),  # warnings.warn output
     re.compile(r"^\s*warnings\.warn\("),
     re.compile(r"Setting OMP_NUM_THREADS environment variable"),
@@ -44,14 +47,35 @@ def _is_noise(line: str) -> bool:
     return not line.strip() or any(p.search(line) for p in _NOISE)
 
 
+def _continues_message(line: str) -> bool:
+    """A line of a multi-line exception message (not a frame, caret marker, log or new block)."""
+    return (bool(line.strip()) and not line[0].isspace() and not _CARETS.match(line)
+            and not line.startswith(("Traceback (", "During handling", "The above exception"))
+            and not _is_noise(line))
+
+
+def _summarise(message: list[str]) -> str:
+    """The first line, or ``Type: <line after "Last error:">`` for NCCL-style messages."""
+    for i, line in enumerate(message[:-1]):
+        if line.strip() == "Last error:":
+            return f"{message[0].split(':', 1)[0]}: {message[i + 1].strip()}"
+    return message[0].strip()
+
+
 def last_exception(lines: list[str]) -> str | None:
-    """The exception line that ends the last complete Python traceback in ``lines``."""
-    found, in_frames = None, False
-    for line in lines:
+    """The exception that ends the last Python traceback in ``lines`` (interleaved ones too)."""
+    found, seen_traceback, i = None, False, 0
+    while i < len(lines):
+        line = lines[i]
         if line.startswith("Traceback (most recent call last):"):
-            in_frames = True
-        elif in_frames and line and not line[0].isspace():
-            found, in_frames = line.strip(), False
+            seen_traceback = True
+        elif seen_traceback and _EXCEPTION.match(line):
+            message = [line]
+            while i + 1 < len(lines) and _continues_message(lines[i + 1]):
+                i += 1
+                message.append(lines[i])
+            found = _summarise(message)
+        i += 1
     return found
 
 

@@ -26,29 +26,6 @@ BASE = ["device=cuda", "model=base", "training.mixed_precision=bf16", "data.batc
         "training.log_interval=10"]
 
 
-def matmul_rate_tflops(sizes: tuple[int, ...] = (4096, 8192, 16384), iters: int = 30) -> dict:
-    import torch
-
-    best: dict = {}
-    for n in sizes:
-        a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-        for _ in range(5):
-            a @ b
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            a @ b
-        end.record()
-        end.synchronize()
-        rate = 2 * n**3 * iters / (start.elapsed_time(end) / 1e3) / 1e12
-        if rate > best.get("tflops", 0.0):
-            best = {"tflops": rate, "n": n}
-        del a, b
-    torch.cuda.empty_cache()
-    return best
-
-
 def run_benchmark(out_dir: Path, overrides: list[str], log) -> dict:
     metrics_path = out_dir / "metrics.json"
     env = {**os.environ, "AORTA_METRICS_PATH": str(metrics_path)}
@@ -73,7 +50,11 @@ def main() -> int:
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     overrides = BASE + args.overrides
-    matmul = matmul_rate_tflops()
+    import torch
+
+    from aorta_core.benchmark.peak import matmul_rate_tflops
+
+    matmul = matmul_rate_tflops(torch.device("cuda"), torch.bfloat16, (4096, 8192, 16384), 30)
     print(f"bf16 matmul rate: {matmul['tflops']:.1f} TFLOP/s (n={matmul['n']})", flush=True)
     on, off = [], []
     with (args.work / "runs.log").open("w") as log:

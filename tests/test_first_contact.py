@@ -67,6 +67,12 @@ def test_reason_skips_rulers_summaries_warnings_and_log_lines():
                                 "both on CUDA device 60")
 
 
+def test_reason_through_interleaved_nccl_tracebacks_is_the_last_error_line():
+    captured = (FIXTURES / "torchrun_nccl_two_ranks_one_gpu.stderr").read_text()
+    assert reason(captured) == ("torch.distributed.DistBackendError: Duplicate GPU detected : "
+                                "rank 0 and rank 1 both on CUDA device 60")
+
+
 @pytest.mark.parametrize(("script", "expected"), [
     ("def f():\n try:\n  {}['k']\n except KeyError as e:\n  raise ValueError('bad') from e\nf()",
      "ValueError: bad"),

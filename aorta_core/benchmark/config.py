@@ -94,6 +94,9 @@ class TelemetryConfig:
     gpu_diag_interval: int = 1
     #: Leading steps left out of the run summary (allocation, autotuning, compilation).
     summary_skip_steps: int = 1
+    #: GPU runs: time a plain GEMM in the run's precision after training, so the summary has
+    #: ``matmul_tflops`` and ``compute_fraction`` (compute-stream TFLOP/s over it).
+    matmul_reference: bool = True
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 from omegaconf import DictConfig, OmegaConf
 
-from aorta_core.benchmark import distributed, gpu_diag
+from aorta_core.benchmark import distributed, gpu_diag, peak
 from aorta_core.benchmark.collectives import patched_collectives
 from aorta_core.benchmark.config import BenchmarkConfig, default_stamp, resolve_output_dir
 from aorta_core.benchmark.data import make_batch, steps_per_epoch
@@ -179,6 +179,8 @@ def _train(cfg: BenchmarkConfig, dcfg: DictConfig, ctx: distributed.DistContext,
         writer.close()
         proton.finalize()
     metrics = summary.metrics()
+    if cfg.telemetry.matmul_reference:
+        metrics.update(peak.reference_metrics(ctx.device, amp_dtype, metrics))
     if ctx.rank == 0 and env.get("AORTA_METRICS_PATH"):
         write_metrics_atomic(Path(env["AORTA_METRICS_PATH"]), metrics)
     if ctx.rank == 0:
