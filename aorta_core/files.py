@@ -1,16 +1,25 @@
-"""Writing files so that a reader never sees half of one, with the modes the user's umask asks for.
+"""Files in and out: atomic writes that honour the umask, and bounded reads of files aorta did not
+write itself.
 
 Every file aorta writes goes through :func:`write_atomic`: a uniquely named temporary file in the
 same folder, created with mode 0666 so the kernel applies the umask (a team sharing a runs folder
 can read each other's results), then ``os.replace`` over the target.
+
+Every artifact, record, cell file or workload metrics file is read through :func:`open_limited`
+/ :func:`read_limited`: regular files only (a FIFO or a device is refused before it is opened),
+optionally only inside a root folder, and never more than the read limit, compressed or not.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
 def _temporary(path: Path) -> Path:
@@ -34,3 +43,101 @@ def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# -- reading files aorta did not write ------------------------------------------------------------
+
+#: Default budget for one file read by aorta or a collector (decompressed bytes), in MiB.
+#: ``read_limit_mb=<n>`` in a sweep (exported as ``AORTA_READ_LIMIT_MB``) changes it.
+DEFAULT_READ_LIMIT_MB = 2048
+READ_LIMIT_ENV = "AORTA_READ_LIMIT_MB"
+_CHUNK = 1 << 20
+
+
+class FileRefused(OSError):
+    """A file aorta will not read: not a regular file, a link out of its folder, or too large.
+
+    The message names the file and, for a budget, the limit and how to raise it.
+    """
+
+
+def read_limit() -> int:
+    """The per-file budget in bytes (``AORTA_READ_LIMIT_MB``, else the default)."""
+    try:
+        megabytes = float(os.environ.get(READ_LIMIT_ENV) or DEFAULT_READ_LIMIT_MB)
+    except ValueError:
+        megabytes = DEFAULT_READ_LIMIT_MB
+    return int(megabytes * (1 << 20))
+
+
+def _over(path: Path, what: str, limit: int) -> FileRefused:
+    return FileRefused(f"{path} {what} the {limit / (1 << 20):g} MiB read limit; "
+                       f"raise it with read_limit_mb=<MiB> ({READ_LIMIT_ENV})")
+
+
+def check_regular(path: Path, root: Path | None = None) -> int:
+    """The size of ``path`` if it is a regular file (inside ``root`` once links are resolved).
+
+    FIFOs, devices, sockets and folders are refused without being opened, so a FIFO left in an
+    artifact folder cannot hang a reader and ``/dev/zero`` cannot fill memory.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise FileRefused(f"{path} cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise FileRefused(f"{path} is not a regular file")
+    if root is not None and not Path(os.path.realpath(path)).is_relative_to(
+            os.path.realpath(root)):
+        raise FileRefused(f"{path} links outside {root}")
+    return info.st_size
+
+
+def _open_regular(path: Path, root: Path | None) -> tuple[BinaryIO, int]:
+    check_regular(path, root)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # never blocks, even if swapped for a FIFO
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise FileRefused(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb"), info.st_size
+
+
+class _Budgeted(io.RawIOBase):
+    """A stream that raises :class:`FileRefused` once more than ``limit`` bytes came out of it."""
+
+    def __init__(self, inner: BinaryIO, path: Path, limit: int) -> None:
+        self.inner, self.path, self.limit, self.seen = inner, path, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.inner.readinto(buffer)
+        self.seen += n or 0
+        if self.seen > self.limit:
+            raise _over(self.path, "decompresses to more than", self.limit)
+        return n
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+def open_limited(path: Path, root: Path | None = None, limit: int | None = None) -> BinaryIO:
+    """A binary stream of a regular file, gunzipped when it ends in ``.gz``, that refuses to
+    yield more than the read limit (compressed and decompressed alike)."""
+    limit = read_limit() if limit is None else limit
+    handle, size = _open_regular(path, root)
+    if size > limit:
+        handle.close()
+        raise _over(path, f"is {size / (1 << 20):.1f} MiB, over", limit)
+    if path.name.endswith(".gz"):
+        handle = gzip.GzipFile(fileobj=handle, mode="rb")  # type: ignore[assignment]
+    return io.BufferedReader(_Budgeted(handle, path, limit), _CHUNK)
+
+
+def read_limited(path: Path, root: Path | None = None, limit: int | None = None) -> bytes:
+    """All of :func:`open_limited` (``gzip.BadGzipFile``/``EOFError`` for a broken ``.gz``)."""
+    with open_limited(path, root, limit) as handle:
+        return handle.read()
