@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,18 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.argv import escape_for_omegaconf
-from aorta_core.cells import ConfigError, build_cell, cell_name
+from aorta_core.cells import Cell, ConfigError, build_cell, cell_name
+from aorta_core.driver import SweepAbort
+from aorta_core.files import READ_LIMIT_ENV
 from aorta_core.plugins import load_registry
-from aorta_core.progress import CellProgress, error_line
-from aorta_core.records import CELL_FILE, RECORD_NAME, read_record, write_json_atomic
+from aorta_core.progress import CellProgress, error_line, warning_line
+from aorta_core.records import (
+    CELL_FILE,
+    RECORD_NAME,
+    BadRecord,
+    load_record,
+    write_json_atomic,
+)
 from aorta_core.slots import device_slot
 from aorta_core.trial import run_trial
 
@@ -48,40 +57,35 @@ def register_command(command: list[str] | None) -> None:
         )
 
 
-def _completed(path: Path, fingerprint: str) -> bool:
-    record = read_record(path)
-    if record is None:
+def _completed(cell: Cell, index: int) -> bool:
+    """Whether trial ``index`` has a good record; a bad one is named and the trial runs again."""
+    path = cell.trial_dir(index) / RECORD_NAME
+    try:
+        record = load_record(path, cell.name, index)
+    except FileNotFoundError:
         return False
-    if record.get("fingerprint") != fingerprint:
+    except BadRecord as exc:
+        warning_line(f"bad record {exc}; the trial runs again")
+        return False
+    if record.fingerprint != cell.fingerprint:
         raise ConfigError(
-            f"{path.parent.parent} holds trials of another command or collector set; "
+            f"{cell.directory} holds trials of another command or collector set; "
             "use a new output=<dir> or delete that cell folder"
         )
     return True
 
 
-def run_cell(cfg: DictConfig) -> dict[str, Any]:
-    """Run the missing trials of this job's cell (resume: recorded trials are kept)."""
-    hydra_cfg = HydraConfig.get()
-    registry = load_registry()
-    try:
-        cell = build_cell(cfg, hydra_cfg, registry)
-        todo = [i for i in range(int(cfg.trials)) if not _completed(
-            cell.trial_dir(i) / RECORD_NAME, cell.fingerprint)]
-    except ConfigError as exc:
-        name = cell_name(hydra_cfg.job.override_dirname)
-        error_line(f"cell {name}: {exc}")
-        cell_dir = Path(hydra_cfg.runtime.output_dir)
+def _refuse(hydra_cfg: Any, exc: ConfigError) -> dict[str, Any]:
+    name = cell_name(hydra_cfg.job.override_dirname)
+    error_line(f"cell {name}: {exc}")
+    cell_dir = Path(hydra_cfg.runtime.output_dir)
+    if not cell_dir.is_symlink():  # never write through a link (it may lead out of output)
         cell_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(cell_dir / CELL_FILE, {"cell": name, "error": str(exc)})
-        return {"cell": name, "error": str(exc)}
-    cell.directory.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(
-        cell.directory / CELL_FILE,
-        {"cell": cell.name, "axes": dict(cell.axes), "command": list(cell.command),
-         "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
-         "auto": cell.auto.to_json() if cell.auto else None},
-    )
+    return {"cell": name, "error": str(exc)}
+
+
+def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
     verdicts: dict[str, int] = {}
     devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
     slot = device_slot(Path(str(cfg.output)), devices, int(cfg.devices_per_cell),
@@ -93,8 +97,33 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
                 progress.start(index)
                 record = run_trial(cell, index, registry)
                 progress.done(index, record)
-                verdicts[record["verdict"]] = verdicts.get(record["verdict"], 0) + 1
-    return {"cell": cell.name, "verdicts": verdicts}
+                verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1
+    return verdicts
+
+
+def run_cell(cfg: DictConfig) -> dict[str, Any]:
+    """Run the missing trials of this job's cell (resume: recorded trials are kept)."""
+    hydra_cfg = HydraConfig.get()
+    registry = load_registry()
+    os.environ[READ_LIMIT_ENV] = str(cfg.read_limit_mb)  # for the collectors' parsers
+    try:
+        try:
+            cell = build_cell(cfg, hydra_cfg, registry)
+            todo = [i for i in range(int(cfg.trials)) if not _completed(cell, i)]
+        except ConfigError as exc:
+            return _refuse(hydra_cfg, exc)
+        cell.directory.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(
+            cell.directory / CELL_FILE,
+            {"cell": cell.name, "axes": dict(cell.axes), "command": list(cell.command),
+             "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
+             "auto": cell.auto.to_json() if cell.auto else None},
+        )
+        return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry)}
+    except OSError as exc:  # out of space, read-only, quota: no later write can succeed either
+        raise SweepAbort(f"cannot write {exc.filename or hydra_cfg.runtime.output_dir} "
+                         f"({exc.strerror or exc}); the records written so far are kept: free "
+                         "space, then run the same command again") from None
 
 
 @hydra.main(version_base="1.3", config_path="pkg://aorta_core.conf", config_name="config")

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.contracts import OptionError
+from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.plugins import Registry
 from aorta_core.retention import LEVELS
 
@@ -39,6 +40,8 @@ class Cell:
     fingerprint: str
     #: What ``auto`` workload settings became on this machine (None: the cell has none).
     auto: AutoChoice | None = None
+    #: Seconds each collector hook may take (``hook_timeout``; None: no limit).
+    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
 
     def trial_dir(self, index: int) -> Path:
         return self.directory / f"trial_{index:03d}"
@@ -84,7 +87,8 @@ def _command(cfg: DictConfig) -> tuple[str, ...]:
     return tuple(str(a) for a in command)
 
 
-def _collectors(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
+def _collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
+                ) -> dict[str, Any]:
     selected = cfg.get("collector") or {}
     options = {}
     for name in selected:
@@ -102,10 +106,12 @@ def _collectors(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
                     f"valid: {', '.join(sorted(known))}"
                 )
     for name, opts in options.items():
-        try:
-            registry.call(name, "check_options", options=opts, selected=options)
-        except OptionError as exc:
-            raise ConfigError(f"collector.{name}: {exc}") from exc
+        outcome = call_hook(lambda n=name, o=opts: registry.call(
+            n, "check_options", options=o, selected=options), timeout_s)
+        if isinstance(outcome.error, OptionError):
+            raise ConfigError(f"collector.{name}: {outcome.error}")
+        if outcome.failure is not None:
+            raise ConfigError(f"collector.{name}: check_options failed: {outcome.failure}")
     return options
 
 
@@ -132,6 +138,24 @@ def _positive(cfg: DictConfig, key: str, allow_none: bool) -> float | None:
     return value
 
 
+def _inside_output(directory: Path, output: Path) -> Path:
+    """The cell's folder, refused when it (or a link on the way) leads out of ``output``."""
+    if directory.is_symlink() or not directory.resolve().is_relative_to(output.resolve()):
+        raise ConfigError(f"the cell folder {directory} is outside output={output} (a link, or "
+                          "hydra.sweep.subdir leading out); aorta writes only inside output")
+    return directory
+
+
+def _fingerprint(command: tuple[str, ...], env: dict[str, str], collectors: Mapping) -> str:
+    """Hash of what makes trials of a cell comparable, checked on resume."""
+    data = {"command": command, "env": env, "collectors": sorted(collectors)}
+    try:
+        raw = msgspec.json.encode(data, order="sorted")
+    except UnicodeEncodeError:  # undecodable bytes in the argv arrive surrogate-escaped
+        raw = repr(sorted(data.items())).encode("utf-8", "backslashreplace")
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
 def _auto(cfg: DictConfig, env: dict[str, str], per_cell: int) -> AutoChoice | None:
     """Fill ``auto`` workload settings for the GPUs this cell will see (its device slot too)."""
     if not uses_workload(cfg):
@@ -151,6 +175,7 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     if int(trials) != trials:
         raise ConfigError(f"trials={trials!r} must be a whole number")
     timeout = _positive(cfg, "timeout", allow_none=True)
+    hook_timeout = _positive(cfg, "hook_timeout", allow_none=True)
     per_cell = _positive(cfg, "devices_per_cell", allow_none=False)
     if cfg.get("devices") is not None and len(cfg.devices) < per_cell:
         raise ConfigError(
@@ -160,18 +185,14 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
     auto = _auto(cfg, env, int(per_cell))
     command = _command(cfg)
-    collectors = _collectors(cfg, registry)
+    collectors = _collectors(cfg, registry, hook_timeout)
+    directory = _inside_output(Path(hydra_cfg.runtime.output_dir), Path(str(cfg.output)))
     excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
     name = cell_name(hydra_cfg.job.override_dirname)
-    fingerprint = hashlib.sha256(
-        orjson.dumps(
-            {"command": command, "env": env, "collectors": sorted(collectors)},
-            option=orjson.OPT_SORT_KEYS,
-        )
-    ).hexdigest()[:16]
+    fingerprint = _fingerprint(command, env, collectors)
     return Cell(
         name=name,
-        directory=Path(hydra_cfg.runtime.output_dir),
+        directory=directory,
         axes=axes_of(list(hydra_cfg.overrides.task), excluded),
         command=command,
         env=env,
@@ -180,4 +201,5 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
         retain=_retain(cfg),
         fingerprint=fingerprint,
         auto=auto,
+        hook_timeout_s=hook_timeout,
     )

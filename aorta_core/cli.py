@@ -140,7 +140,7 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     except OmegaConfBaseException as exc:
         error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
         return 2
-    from aorta_core.trial import Notes, collector_metrics
+    from aorta_core.metrics import Notes, collector_metrics
 
     notes = Notes()
     metrics = collector_metrics(registry, ns.collector, folder, options, notes)

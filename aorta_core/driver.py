@@ -19,6 +19,14 @@ from aorta_core.records import RECORD_NAME
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class SweepAbort(BaseException):
+    """No trial can go on (e.g. the disk is full): one line, the lock released, exit status 1.
+
+    A ``BaseException`` so that Hydra's job runner, which reports every ``Exception`` with a
+    traceback, lets it through to :func:`drive`.
+    """
+
+
 def _writable(output: Path) -> str | None:
     try:
         output.mkdir(parents=True, exist_ok=True)
@@ -58,6 +66,9 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
     try:
         try:
             run_jobs()
+        except SweepAbort as exc:
+            error_line(str(exc))
+            return EXIT_FAILED
         except KeyboardInterrupt:
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
             error_line(f"interrupted: {recorded_trials(output)} trials recorded; "

@@ -12,6 +12,7 @@ optionally only inside a root folder, and never more than the read limit, compre
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
@@ -76,13 +77,16 @@ def _over(path: Path, what: str, limit: int) -> FileRefused:
 
 
 def check_regular(path: Path, root: Path | None = None) -> int:
-    """The size of ``path`` if it is a regular file (inside ``root`` once links are resolved).
+    """The size of ``path`` if it is a regular file (inside ``root`` once links are resolved);
+    ``FileNotFoundError`` when there is nothing there.
 
     FIFOs, devices, sockets and folders are refused without being opened, so a FIFO left in an
     artifact folder cannot hang a reader and ``/dev/zero`` cannot fill memory.
     """
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise FileRefused(f"{path} cannot be read ({exc.strerror})") from None
     if not stat.S_ISREG(info.st_mode):
@@ -141,3 +145,22 @@ def read_limited(path: Path, root: Path | None = None, limit: int | None = None)
     """All of :func:`open_limited` (``gzip.BadGzipFile``/``EOFError`` for a broken ``.gz``)."""
     with open_limited(path, root, limit) as handle:
         return handle.read()
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A small file aorta reads often (record, cell file, workload metrics): regular, not a link
+    (the last path component is never followed), at most ``limit`` bytes; no decompression."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        reason = "is a link" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror})"
+        raise FileRefused(f"{path} {reason}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise _over(path, f"is {info.st_size / (1 << 20):.1f} MiB, over", limit)
+        return handle.read(limit + 1)

@@ -1,20 +1,17 @@
 """Merge every trial record of a sweep into ``matrix.json``, ``matrix.parquet`` and ``perf.md``.
 
-Run at the end of a multirun (Hydra callback) and on demand (``aorta matrix <output>``), e.g.
-after a cluster array. Statistics cover the passing trials of each cell only.
+Run at the end of every sweep and on demand (``aorta matrix <output>``), e.g. after a cluster
+array. Statistics cover the passing trials of each cell only.
 
-Speed: records are decoded with msgspec into the few fields the matrix needs, keeping each
-``metrics`` object as raw bytes; polars parses those (as NDJSON, in chunks, on a worker thread
-while the scan reads on) into one wide frame, one row per trial and one column per metric, so
-that no Python loop runs per metric.
+Speed: records are decoded (and validated) by msgspec into :class:`TrialRecord`; polars turns
+their metrics into one wide frame, one row per trial and one column per metric, so that no
+Python loop runs per metric.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +20,18 @@ from typing import Any
 import msgspec
 
 from aorta_core.files import write_atomic
-from aorta_core.records import CELL_FILE, RECORD_NAME, SCHEMA_VERSION, write_json_atomic
+from aorta_core.records import (
+    CELL_FILE,
+    RECORD_NAME,
+    SCHEMA_VERSION,
+    VERDICTS,
+    BadRecord,
+    TrialRecord,
+    load_record,
+    read_json,
+    write_json_atomic,
+)
 
-VERDICTS = ("pass", "fail", "error")
 STATS = ("mean", "median", "std", "min", "max", "n")
 WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
@@ -36,124 +42,74 @@ _ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
 class MatrixResult:
     paths: list[Path]
     cells: list[dict[str, Any]]
-    unreadable: list[Path]
-
-
-class _Record(msgspec.Struct):
-    """The part of a trial record the matrix needs; msgspec skips the rest while decoding."""
-
-    cell: str
-    verdict: str
-    schema_version: int
-    trial: int | None = None
-    axes: dict[str, str] = {}
-    argv: list[str] | None = None
-    wall_time_s: float | None = None
-    #: Kept undecoded: parsed by polars for all records at once.
-    metrics: msgspec.Raw = msgspec.Raw(b"{}")
-    #: Kept undecoded: a sweep has few distinct environments, decoded once each.
-    environment: msgspec.Raw = msgspec.Raw(b"{}")
-
-
-_decode_record = msgspec.json.Decoder(_Record).decode
+    #: Records that could not be used: named by path, left out, and re-run by the next sweep.
+    bad: list[BadRecord]
 
 
 def _subdirs(path: Path) -> Iterator[os.DirEntry]:
+    """Sub-folders in name order; links are skipped (aorta never follows one out of output)."""
     try:
         with os.scandir(path) as entries:
-            yield from sorted((e for e in entries if e.is_dir()), key=lambda e: e.name)
+            yield from sorted((e for e in entries if e.is_dir(follow_symlinks=False)),
+                              key=lambda e: e.name)
     except FileNotFoundError:
         return
 
 
-def _load_cell(path: str) -> dict[str, Any] | None:
+def _load_cell(path: Path) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as fh:
-            value = msgspec.json.decode(fh.read())
+        value = read_json(path)
     except (OSError, msgspec.DecodeError):
         return None
     return value if isinstance(value, dict) else None
 
 
-class _MetricsParser:
-    """Parses the records' ``metrics`` objects in chunks on a worker thread while the scan reads
-    on (polars releases the GIL), then joins the chunks into one frame."""
-
-    CHUNK = 2048
-
-    def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=1)
-        self.futures: list[Future] = []
-        self.pending: list[bytes] = []
-
-    def add(self, metrics: msgspec.Raw) -> None:
-        # JSON whitespace may hold newlines, strings never do: one object per NDJSON line.
-        self.pending.append(bytes(metrics).replace(b"\n", b" "))
-        if len(self.pending) >= self.CHUNK:
-            self._submit()
-
-    def _submit(self) -> None:
-        self.futures.append(self.pool.submit(_parse_lines, self.pending))
-        self.pending = []
-
-    def frame(self):
-        import polars as pl
-
-        if self.pending:
-            self._submit()
-        chunks = [f.result() for f in self.futures]
-        self.pool.shutdown()
-        if not chunks:
-            return pl.DataFrame()
-        try:
-            return pl.concat(chunks, how="diagonal_relaxed")
-        except pl.exceptions.PolarsError:
-            return pl.concat([c.cast(pl.String) for c in chunks], how="diagonal_relaxed")
+def _trial_index(name: str) -> int | None:
+    digits = name.removeprefix("trial_")
+    return int(digits) if name.startswith("trial_") and digits.isdigit() else None
 
 
-def _parse_lines(lines: list[bytes]):
-    """One row per metrics object, one column per metric."""
-    import polars as pl
+def scan(output: Path) -> tuple[list[dict], list[TrialRecord], list[BadRecord]]:
+    """(cell descriptions, valid trial records, bad records) under ``output/cells``.
 
-    try:
-        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), infer_schema_length=None)
-    except pl.exceptions.PolarsError:
-        # A metric whose type differs between trials: it becomes text, the others stay numbers.
-        rows = [{k: v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                 else msgspec.json.encode(v).decode()
-                 for k, v in msgspec.json.decode(line).items()} for line in lines]
-        return pl.from_dicts(rows, infer_schema_length=None, strict=False)
-
-
-def scan(output: Path, parser: _MetricsParser | None = None):
-    """(cell descriptions, trial records, unreadable record paths) under ``output/cells``.
-
-    Each record's ``metrics`` is handed to ``parser`` as soon as the record is read.
+    A record counts only where it stands: it must name its cell and its trial folder's index.
     """
-    cells, records, unreadable = [], [], []
+    cells, records, bad = [], [], []
     for cell_entry in _subdirs(output / "cells"):
-        cell = _load_cell(os.path.join(cell_entry.path, CELL_FILE)) or {"cell": cell_entry.name}
+        cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
         cell["dir"] = f"cells/{cell_entry.name}"
         cells.append(cell)
         for trial_entry in _subdirs(Path(cell_entry.path)):
-            if not trial_entry.name.startswith("trial_"):
+            index = _trial_index(trial_entry.name)
+            if index is None:
                 continue
-            path = os.path.join(trial_entry.path, RECORD_NAME)
             try:
-                with open(path, "rb") as fh:
-                    record = _decode_record(fh.read())
+                records.append(load_record(Path(trial_entry.path) / RECORD_NAME,
+                                           str(cell["cell"]), index))
             except FileNotFoundError:
                 continue
-            except (OSError, msgspec.DecodeError):
-                unreadable.append(Path(path))
-                continue
-            records.append(record)
-            if parser is not None:
-                parser.add(record.metrics)
-    return cells, records, unreadable
+            except BadRecord as exc:
+                bad.append(exc)
+    return cells, records, bad
 
 
-def _wide(records: list[_Record], axis_names: list[str], metrics):
+def _metrics_frame(records: list[TrialRecord]):
+    """One row per record, one column per metric; a metric whose type differs between trials
+    becomes text, the others stay numbers."""
+    import polars as pl
+
+    rows = [r.metrics for r in records]
+    if not rows:
+        return pl.DataFrame()
+    try:
+        return pl.from_dicts(rows, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, TypeError, ValueError):
+        mixed = [{k: v if isinstance(v, (int, float)) and not isinstance(v, bool)
+                  else msgspec.json.encode(v).decode() for k, v in row.items()} for row in rows]
+        return pl.from_dicts(mixed, infer_schema_length=None, strict=False)
+
+
+def _wide(records: list[TrialRecord], axis_names: list[str], metrics):
     import polars as pl
 
     meta = pl.DataFrame(
@@ -234,23 +190,23 @@ def _as_text(wide, column: str):
     return pl.col(column).cast(pl.String)
 
 
-def _environments(records: list[_Record]) -> list[dict[str, Any]]:
+def _environments(records: list[TrialRecord]) -> list[dict[str, Any]]:
     """The distinct machines/software stacks of the sweep (what makes runs comparable)."""
     distinct: dict[bytes, dict[str, Any]] = {}
-    for raw in {bytes(rec.environment) for rec in records}:
-        env = msgspec.json.decode(raw)
-        key = {k: env.get(k) for k in _ENVIRONMENT_KEYS}
+    for rec in records:
+        key = {k: rec.environment.get(k) for k in _ENVIRONMENT_KEYS}
         distinct.setdefault(msgspec.json.encode(key, order="sorted"), key)
     return [distinct[k] for k in sorted(distinct)]
 
 
-def _cell_entries(cells: list[dict], records: list[_Record], summaries, texts) -> list[dict]:
+def _cell_entries(cells: list[dict], records: list[TrialRecord], summaries, texts
+                  ) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
-    first: dict[str, _Record] = {}
+    first: dict[str, TrialRecord] = {}
     for rec in records:
         c = counts.setdefault(rec.cell, dict.fromkeys(("total", *VERDICTS), 0))
         c["total"] += 1
-        c[rec.verdict] = c.get(rec.verdict, 0) + 1
+        c[rec.verdict] += 1
         first.setdefault(rec.cell, rec)
     entries = []
     for cell in cells:
@@ -277,9 +233,8 @@ def build(output: Path) -> MatrixResult:
     from aorta_core.perfmd import render
 
     output = Path(output)
-    parser = _MetricsParser()
-    cells, records, unreadable = scan(output, parser)
-    metrics = parser.frame()
+    cells, records, bad = scan(output)
+    metrics = _metrics_frame(records)
     metric_schema = metrics.schema
     axis_names = sorted({a for r in records for a in r.axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
@@ -297,7 +252,7 @@ def build(output: Path) -> MatrixResult:
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "axes": axis_names,
         "trials": totals,
-        "unreadable_records": [str(p.relative_to(output)) for p in unreadable],
+        "unreadable_records": [str(b.path.relative_to(output)) for b in bad],
         "environments": _environments(records),
         "cells": matrix_cells,
     }
@@ -306,4 +261,4 @@ def build(output: Path) -> MatrixResult:
     long = _long(wide, numeric, text, [f"axis:{a}" for a in axis_names])
     write_atomic(paths[1], long.write_parquet)
     write_atomic(paths[2], render(matrix).encode())
-    return MatrixResult(paths, matrix_cells, unreadable)
+    return MatrixResult(paths, matrix_cells, bad)

@@ -18,6 +18,7 @@ import pluggy
 
 from aorta_core import hookspecs
 from aorta_core.contracts import CollectorInfo
+from aorta_core.isolation import call_hook
 
 ENTRY_POINT_GROUP = "aorta.collectors"
 
@@ -81,7 +82,7 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
         info = registry.call(ep.name, "aorta_collector")
         if not isinstance(info, CollectorInfo):
             raise TypeError(f"aorta_collector() returned {type(info).__name__}, not CollectorInfo")
-    except Exception:
+    except BaseException:
         registry.manager.unregister(name=ep.name)
         raise
     return Collector(ep.name, info, _distribution(ep)[1])
@@ -110,16 +111,17 @@ def load_registry() -> Registry:
         if ep.name in disabled:
             registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
             continue
-        try:
-            registry.collectors[ep.name] = _register(registry, ep)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        # Isolated: an import that raises, exits or hangs costs only this collector.
+        outcome = call_hook(lambda e=ep: _register(registry, e))
+        if outcome.failure is not None:
             if strict:
                 raise PluginLoadError(
-                    f"collector {ep.name!r} ({dist} {version}) failed to load: {error} "
+                    f"collector {ep.name!r} ({dist} {version}) failed to load: {outcome.failure} "
                     "(unset AORTA_STRICT_PLUGINS to load the others anyway)"
-                ) from exc
-            registry.statuses.append(PluginStatus(ep.name, dist, version, "error", error))
+                ) from outcome.error
+            registry.statuses.append(PluginStatus(ep.name, dist, version, "error",
+                                                  outcome.failure))
             continue
+        registry.collectors[ep.name] = outcome.value
         registry.statuses.append(PluginStatus(ep.name, dist, version, "ok"))
     return registry

@@ -69,6 +69,17 @@ def _bare_word(args: list[str]) -> None:
         )
 
 
+#: Where cells are written is aorta's: ``output=<dir>`` decides, Hydra's keys must not.
+_OWNED = ("hydra.sweep.dir", "hydra.sweep.subdir", "hydra.run.dir")
+
+
+def _owned_keys(args: list[str]) -> None:
+    for arg in args:
+        if arg.lstrip("+~").split("=", 1)[0] in _OWNED:
+            raise UsageError(f"{arg.split('=', 1)[0]} is set by aorta (cells go to "
+                             "<output>/cells/<cell>); choose the folder with output=<dir>")
+
+
 def _search_dirs(args: list[str]) -> list[str]:
     """``--config-dir D`` / ``-cd D`` / ``--config-dir=D`` as the search path Hydra will add."""
     dirs = []
@@ -110,6 +121,7 @@ def _command_given(cfg: DictConfig, args: list[str], command: list[str] | None) 
 def check(args: list[str], command: list[str] | None) -> Plan:
     """Compose ``args`` as Hydra will; raise :class:`UsageError` with the reason it cannot run."""
     _bare_word(args)
+    _owned_keys(args)
     if any(a in _PRIMARY_FLAGS or a.startswith(_PRIMARY_FLAGS) for a in args):
         return Plan(allow_failures=any(a in ("allow_failures=true", "allow_failures=True")
                                        for a in args))

@@ -1,4 +1,5 @@
-"""Run one launch in its own process group, with a timeout that ends the whole group."""
+"""Run one launch in its own process group, with a timeout that ends the whole group, and a
+watchdog that ends it if aorta itself dies (so no orphan writes into a re-run's files)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,52 @@ from aorta_core.contracts import Launch
 
 #: Seconds between SIGTERM and SIGKILL when a trial is ended.
 TERMINATE_GRACE_S = 5.0
+
+#: Reads ``+pgid`` / ``-pgid`` lines; at EOF (aorta exited or was killed: the kernel closes the
+#: pipe) it kills every group still registered.
+_WATCHDOG = """
+import os, signal, sys
+groups = set()
+for line in sys.stdin:
+    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class _Watchdog:
+    """One per aorta process, started on the first trial, in its own session (Ctrl-C in the
+    terminal does not reach it)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", "-I", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def send(self, line: str) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.stdin.write(f"{line}\n".encode())
+            self.proc.stdin.flush()
+
+
+_watchdog: _Watchdog | None = None
+
+
+def _watch() -> _Watchdog:
+    global _watchdog
+    if _watchdog is None or _watchdog.pid != os.getpid() or _watchdog.proc.poll() is not None:
+        _watchdog = _Watchdog()  # first trial, a forked worker, or the watchdog was killed
+    return _watchdog
+
+
+def _open_log(path: Path):
+    """A fresh log file; a link left at ``path`` is refused, never followed."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW,
+                             0o666), "wb")
 
 
 @dataclass(frozen=True)
@@ -48,7 +96,8 @@ def run_launch(
     Leftover processes of the group are ended after the leader exits, so a trial never
     leaks workers into the next one.
     """
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+    watchdog = _watch()
+    with _open_log(stdout_path) as out, _open_log(stderr_path) as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
             list(launch.argv),
@@ -59,6 +108,7 @@ def run_launch(
             stderr=err,
             start_new_session=True,
         )
+        watchdog.send(f"+{proc.pid}")
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -71,4 +121,5 @@ def run_launch(
         wall = time.perf_counter() - start
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        watchdog.send(f"-{proc.pid}")
     return ProcessOutcome(None if timed_out else proc.returncode, timed_out, wall)

@@ -51,17 +51,16 @@ class CellProgress:
         self.status = console().status(f"trial {index + 1}/{self.trials} running ...")
         self.status.start()
 
-    def done(self, index: int, record: dict[str, Any]) -> None:
+    def done(self, index: int, record: Any) -> None:
         if self.status is not None:
             self.status.stop()
-        verdict = record["verdict"]
-        wall = record.get("wall_time_s")
+        verdict, wall = record.verdict, record.wall_time_s
         timing = f"{wall:.2f} s" if wall is not None else "not run"
-        reason = f"  {escape(record['error'])}" if record.get("error") else ""
+        reason = f"  {escape(record.error)}" if record.error else ""
         console().print(
             f"  trial {index + 1}/{self.trials} [{_STYLE[verdict]}]{verdict}[/] {timing}{reason}"
         )
-        for name, notes in record.get("warnings", {}).items():
+        for name, notes in record.warnings.items():
             for note in notes:
                 warning_line(f"{name}: {note}")
 

@@ -46,8 +46,8 @@ def print_summary(result: MatrixResult) -> None:
     out.print(table)
     for auto in _distinct_autos(result.cells):
         out.print(f"[dim]auto ({escape(auto['machine'])}):[/] {escape(auto_text(auto['chosen']))}")
-    for path in result.unreadable:
-        warning_line(f"unreadable record {path} skipped; re-run the sweep to redo that trial")
+    for bad in result.bad:
+        warning_line(f"bad record {bad}; left out: run the sweep again to redo that trial")
     bad = [c["cell"] for c in result.cells if c.get("error") or c["trials"]["fail"]
            or c["trials"]["error"]]
     if bad:

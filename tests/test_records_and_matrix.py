@@ -11,7 +11,14 @@ import pytest
 
 from aorta_core.cells import cell_name
 from aorta_core.matrix import build
-from aorta_core.records import SCHEMA_VERSION, read_record, write_json_atomic
+from aorta_core.records import (
+    SCHEMA_VERSION,
+    BadRecord,
+    TrialRecord,
+    load_record,
+    write_json_atomic,
+    write_record,
+)
 
 
 def _record(cell: str, trial: int, verdict: str, metrics: dict, wall: float) -> dict:
@@ -26,18 +33,30 @@ def _write(output: Path, rec: dict) -> None:
     write_json_atomic(folder / "record.json", rec)
 
 
-def test_atomic_write_and_forgiving_read(tmp_path: Path):
-    path = tmp_path / "record.json"
-    write_json_atomic(path, {"schema_version": 1, "verdict": "pass", "x": float("nan"),
-                             "p": tmp_path})
-    assert read_record(path) == {"schema_version": 1, "verdict": "pass", "x": None,
-                                 "p": str(tmp_path)}
-    assert list(tmp_path.iterdir()) == [path]
-    path.write_text('{"schema_version": 1, "verdict": "pa')
-    assert read_record(path) is None
-    path.write_text("[1, 2]")
-    assert read_record(path) is None
-    assert read_record(tmp_path / "missing.json") is None
+def test_records_round_trip_and_bad_ones_are_named(tmp_path: Path):
+    path = tmp_path / "trial_000" / "record.json"
+    path.parent.mkdir()
+    record = TrialRecord(cell="c", trial=0, verdict="pass", wall_time_s=1.5,
+                         metrics={"x_ms": 2.0, "x_top_kernels": ["k"], "x_n": 3})
+    write_record(path, record)
+    assert load_record(path, "c", 0) == record
+    assert list(path.parent.iterdir()) == [path]
+    for text, reason in [('{"schema_version": 1, "verd', "truncated"),
+                         ("[1, 2]", "Expected `object`, got `array`"),
+                         ('{"cell": "c", "trial": 0, "verdict": "maybe"}', "Invalid enum value"),
+                         ('{"cell": "c", "trial": 0, "verdict": "pass", "metrics": [1]}',
+                          "Expected `object`, got `array` - at `$.metrics`")]:
+        path.write_text(text)
+        with pytest.raises(BadRecord) as bad:
+            load_record(path, "c", 0)
+        assert str(bad.value).startswith(f"{path}: ") and reason in str(bad.value)
+    write_record(path, record)
+    with pytest.raises(BadRecord, match="names cell 'c', not 'd'"):
+        load_record(path, "d", 0)
+    with pytest.raises(BadRecord, match="names trial 0, not 1"):
+        load_record(path, "c", 1)
+    with pytest.raises(FileNotFoundError):
+        load_record(tmp_path / "missing.json")
 
 
 def test_matrix_statistics_cover_passing_trials_only(tmp_path: Path):

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import orjson
 
 from aorta_core.progress import warning_line
-from aorta_core.records import RECORD_NAME, read_record
+from aorta_core.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, link
 
@@ -169,22 +169,22 @@ def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         for trial_dir in trial_dirs:
             if len(rows) >= MAX_TRIAL_ROWS:
                 break
-            record = read_record(trial_dir / RECORD_NAME)
-            if record is None:
+            try:
+                record = load_record(trial_dir / RECORD_NAME, c["cell"])
+            except (FileNotFoundError, BadRecord):
                 continue
             base = f"{cell_dir}/{trial_dir.name}"
             files = [link(RECORD_NAME, _href(base, RECORD_NAME))]
-            for log in (record.get("stdout"), record.get("stderr")):
-                if isinstance(log, str) and (trial_dir / log).exists():
+            for log in (record.stdout, record.stderr):
+                if log and (trial_dir / log).exists():
                     files.append(link(log, _href(base, log)))
-            for name in record.get("collectors") or {}:
-                if (trial_dir / str(name)).is_dir():
-                    files.append(link(f"{name}/", _href(base, str(name)) + "/"))
-            verdict = str(record.get("verdict"))
-            css = {"pass": "good"}.get(verdict, "bad")
-            rows.append([c["cell"], record.get("trial"),
-                         Markup(f"<span class={css}>{html.escape(verdict)}</span>"),
-                         record.get("exit_code"), record.get(WALL), record.get("error") or "",
+            for name in record.collectors:
+                if (trial_dir / name).is_dir():
+                    files.append(link(f"{name}/", _href(base, name) + "/"))
+            css = {"pass": "good"}.get(record.verdict, "bad")
+            rows.append([c["cell"], record.trial,
+                         Markup(f"<span class={css}>{html.escape(record.verdict)}</span>"),
+                         record.exit_code, record.wall_time_s, record.error or "",
                          Markup(" ".join(files))])
     page.table(["cell", "trial", "verdict", "exit", "wall s", "error", "files"], rows)
     if len(rows) >= MAX_TRIAL_ROWS:
