@@ -14,10 +14,11 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from aorta_core.argv import escape_for_omegaconf
+from aorta_core.argv import to_config
 from aorta_core.cells import Cell, ConfigError, build_cell, cell_name
 from aorta_core.driver import SweepAbort
 from aorta_core.files import READ_LIMIT_ENV
+from aorta_core.metrics import safe_text
 from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, error_line, warning_line
 from aorta_core.records import (
@@ -52,7 +53,7 @@ def register_command(command: list[str] | None) -> None:
         ConfigStore.instance().store(
             group="aorta_cli",
             name="argv",
-            node={"command": [escape_for_omegaconf(a) for a in command]},
+            node={"command": [to_config(a) for a in command]},
             package="_global_",
         )
 
@@ -115,7 +116,7 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
         cell.directory.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             cell.directory / CELL_FILE,
-            {"cell": cell.name, "axes": dict(cell.axes), "command": list(cell.command),
+            {"cell": cell.name, "axes": dict(cell.axes), "command": [safe_text(a) for a in cell.command],
              "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
              "auto": cell.auto.to_json() if cell.auto else None},
         )

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 from omegaconf import DictConfig, OmegaConf
 
+from aorta_core.argv import from_config
 from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.contracts import OptionError
 from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
@@ -84,7 +85,7 @@ def _command(cfg: DictConfig) -> tuple[str, ...]:
         )
     if not isinstance(command, list) or not all(isinstance(a, (str, int, float)) for a in command):
         raise ConfigError(f"command must be a list of strings, got {command!r}")
-    return tuple(str(a) for a in command)
+    return tuple(from_config(str(a)) for a in command)
 
 
 def _collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None

@@ -41,8 +41,10 @@ def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(content)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk fails in write(), which names no file
         raise
 
 

@@ -20,3 +20,16 @@ _TRICKY = st.text(alphabet=st.sampled_from(list("${}\\:.ab ,=\"'é")))
 def test_escaped_arguments_read_back_byte_exact(args):
     cfg = OmegaConf.create({"command": [escape_for_omegaconf(a) for a in args]})
     assert OmegaConf.to_container(cfg, resolve=True)["command"] == args
+
+
+def test_undecodable_bytes_survive_the_config_and_its_yaml(tmp_path):
+    import os
+
+    from aorta_core.argv import from_config, to_config
+
+    args = [os.fsdecode(b"caf\xff"), "plain ${x}", os.fsdecode(b"\x80\xfe/path")]
+    cfg = OmegaConf.create({"command": [to_config(a) for a in args]})
+    saved = tmp_path / "config.yaml"
+    saved.write_text(OmegaConf.to_yaml(cfg), encoding="utf-8")
+    back = OmegaConf.to_container(OmegaConf.load(saved), resolve=True)["command"]
+    assert [os.fsencode(from_config(a)) for a in back] == [os.fsencode(a) for a in args]
