@@ -116,7 +116,8 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
         cell.directory.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             cell.directory / CELL_FILE,
-            {"cell": cell.name, "axes": dict(cell.axes), "command": [safe_text(a) for a in cell.command],
+            {"cell": cell.name, "axes": dict(cell.axes),
+             "command": [safe_text(a) for a in cell.command],
              "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
              "auto": cell.auto.to_json() if cell.auto else None},
         )
