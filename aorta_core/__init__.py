@@ -1,11 +1,13 @@
 """aorta core: the plugin host, the Hydra sweep engine, trial records and the results matrix.
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
-the contract types, and ``find_executable`` to locate the profiler a collector wraps.
+the contract types, ``find_executable`` to locate the profiler a collector wraps and
+``check_regex`` for regular-expression options.
 """
 
 import pluggy
 
+from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
 
@@ -20,6 +22,7 @@ __all__ = [
     "SetupError",
     "TrialRun",
     "__version__",
+    "check_regex",
     "find_executable",
     "hookimpl",
 ]

@@ -1,4 +1,4 @@
-"""``aorta_core.find_executable``: the lookup order and the setup errors every collector shares."""
+"""The helpers collectors import from ``aorta_core``: one lookup order and one wording for all."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aorta_core import SetupError, find_executable
+from aorta_core import OptionError, SetupError, check_regex, find_executable
 
 HINTS = {"env_var": "TOOL_BIN", "install_hint": "install the tool", "example": "/opt/tool"}
 
@@ -42,4 +42,20 @@ def test_option_wins_over_the_variable_which_wins_over_path(tmp_path):
 def test_setup_errors_name_every_way_out(option, env, message):
     with pytest.raises(SetupError) as info:
         find_executable("tool", env, **HINTS, option_key="c.bin", option_value=option)
+    assert str(info.value) == message
+
+
+def test_check_regex_passes_unset_and_valid_patterns():
+    check_regex("c.regex", None)
+    check_regex("c.regex", "gemm|softmax")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("  ", "c.regex is blank; give a regular expression or null"),
+    ("gemm(", "c.regex='gemm(' does not compile (missing ), unterminated subpattern at position "
+     "4); fix the regular expression"),
+])
+def test_check_regex_refuses_with_one_line(value, message):
+    with pytest.raises(OptionError) as info:
+        check_regex("c.regex", value)
     assert str(info.value) == message
