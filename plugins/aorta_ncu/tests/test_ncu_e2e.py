@@ -147,3 +147,20 @@ def test_an_unreadable_report_costs_the_metrics_with_the_reason(tmp_path):
     assert (folder / "console.txt").read_text() == "==PROF== Report: report.ncu-rep\n"
     with pytest.warns(UserWarning, match="ncu: no raw.csv in"):
         assert plugin.parse_metrics(folder, NcuOptions()) == {}
+
+
+def test_example_recipe_makes_one_cell_per_payload(tmp_path):
+    """examples/profiling/ncu: the payloads need CUDA, so here only the sweep's shape is checked."""
+    repo = Path(__file__).resolve().parents[3]
+    out = tmp_path / "sweep"
+    done = run([sys.executable, "-m", "aorta_core", "--config-dir", "examples/profiling/ncu",
+                "sweep=ncu_payloads", "collector=ncu", "trials=1", OFFLINE, f"output={out}"],
+               env={**os.environ, "NCU_BIN": str(STANDIN), "AORTA_REPORT_PNG": "0"}, cwd=repo)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("cells/*/trial_*/record.json"))]
+    assert [r["axes"]["payload"] for r in records] == ["matmul", "triton_softmax"]
+    for record in records:
+        argv = record["argv_run"]
+        assert argv[0] == str(STANDIN)
+        assert argv[argv.index("--") + 1:] == [
+            sys.executable, f"examples/profiling/ncu/{record['axes']['payload']}.py"]
