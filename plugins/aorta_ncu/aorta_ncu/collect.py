@@ -2,8 +2,10 @@
 
 ncu prints its own lines (``==PROF==``, ``==WARNING==``, ``==ERROR==``) into the same streams as
 the command's output; they are copied to ``console.txt`` beside the report so that ``aorta parse``
-can explain an empty report later. ``raw.csv`` is ``ncu --import report.ncu-rep --csv --page raw
---print-units base``: one row per profiled launch, every metric in its base unit.
+can explain an empty report later. ``raw.csv`` is ``ncu --import report.ncu-rep --csv --page raw``:
+one row per profiled launch. It keeps ncu's default (auto-scaled) units, converted by the units
+row when parsed: ``--print-units base`` rounds every percentage to 2 decimals (seen with ncu
+2025.3.1; ``tests/fixtures/h200/mm_basic.raw*.csv`` are both exports of one report), auto keeps 6.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ def console_lines(*logs: Path) -> list[str]:
 
 
 def export_raw(binary: str, report: Path, raw: Path) -> None:
-    """``ncu --import <report> --csv --page raw --print-units base > raw.csv``; warns on failure."""
-    argv = [binary, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    """``ncu --import <report> --csv --page raw > raw.csv``; warns on failure."""
+    argv = [binary, "--import", str(report), "--csv", "--page", "raw"]
     try:
         with open(raw, "wb") as out:
             done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE,

@@ -9,9 +9,11 @@ from typing import Any
 
 from aorta_core import OptionError, check_regex
 
-#: ``--set`` identifiers of Nsight Compute's stock section sets (``ncu --list-sets``).
-SETS = ("basic", "detailed", "full")
-REPLAY_MODES = ("kernel", "application", "range")
+#: ``--set`` identifiers of the stock section sets (``ncu --list-sets`` of Nsight Compute
+#: 2025.3.1); ncu itself only warns about an unknown set and then profiles nothing.
+SETS = ("basic", "detailed", "full", "nvlink", "pmsampling", "roofline")
+#: ``--replay-mode`` values of ``ncu --help``.
+REPLAY_MODES = ("kernel", "application", "range", "app-range")
 TARGET_PROCESSES = ("all", "application-only")
 CLOCK_CONTROLS = ("base", "none")
 CACHE_CONTROLS = ("all", "none")
@@ -27,7 +29,7 @@ _METRIC = re.compile(r"[^\s,]+")
 class NcuOptions:
     """``collector.ncu.*``: what ncu collects, on which launches, and how it replays them."""
 
-    #: A stock set (``basic``, ``detailed``, ``full``) or a list of section identifiers.
+    #: A stock set (``basic``, ``detailed``, ``full``, ...) or a list of section identifiers.
     set: Any = "basic"
     metrics: list[str] = field(default_factory=list)
     kernel_regex: str | None = None

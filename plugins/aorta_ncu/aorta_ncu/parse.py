@@ -21,6 +21,8 @@ from aorta_ncu.raw import read_launches
 TOP_N = 5
 #: ncu's ``==ERROR==`` lines that only repeat what the trial record already says.
 NOT_A_REASON = ("The application returned an error code",)
+#: ncu's ``==WARNING==`` lines that explain missing data, passed on verbatim.
+FORWARDED_WARNINGS = ("No metrics to collect found in sections",)
 
 
 def console_reasons(console: Path) -> bool:
@@ -37,6 +39,12 @@ def console_reasons(console: Path) -> bool:
         reasons.append("ncu: no kernels were profiled: the command launched no CUDA kernel in a "
                        "profiled process, or kernel_regex, launch_skip, launch_count or "
                        "target_processes left none")
+    if any("No ranges were profiled" in line for line in lines):
+        reasons.append("ncu: no ranges were profiled: replay_mode=range profiles only ranges the "
+                       "command opens (cudaProfilerStart/Stop, or NVTX with --nvtx); use "
+                       "replay_mode=kernel or application otherwise")
+    reasons += [f"ncu: {line.removeprefix('==WARNING== ')}" for line in lines
+                if any(text in line for text in FORWARDED_WARNINGS)]
     reasons += [f"ncu: {line.removeprefix('==ERROR== ')}" for line in lines
                 if line.startswith("==ERROR== ") and "ERR_NVGPUCTRPERM" not in line
                 and not any(text in line for text in NOT_A_REASON)]

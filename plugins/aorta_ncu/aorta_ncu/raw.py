@@ -3,9 +3,9 @@
 The file's first line names the columns (``"ID","Process ID",...,"Kernel Name",...`` then one
 column per metric), the second holds each metric's unit, then one line per profiled launch.
 Values are quoted strings that may carry thousands separators (``"1,234,567"``) or ``n/a``.
-Units are honoured whatever ``--print-units`` made them (``nsecond`` ... ``second``, ``%``), so a
-file exported without ``--print-units base`` reads the same. Functions here raise on unreadable
-input; :mod:`aorta_ncu.parse` turns that into warnings.
+Units are honoured whatever ``--print-units`` made them (``ns``, ``us``, ``ms``, ``s`` as ncu
+2025.3.1 prints them, the long spellings ``nsecond`` ... ``second`` too, and ``%``).
+Functions here raise on unreadable input; :mod:`aorta_ncu.parse` turns that into warnings.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from aorta_ncu.counters import HARDWARE, TIME
 
 NAME = "Kernel Name"
 #: Time units ncu prints (long and short spellings) -> milliseconds.
-MS_PER_UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
-               "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+MS_PER_UNIT = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3,
+               "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
 PERCENT = "%"
 
 

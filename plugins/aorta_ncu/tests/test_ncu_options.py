@@ -45,8 +45,10 @@ def test_sections_extra_metrics_filters_and_an_outside_collector_are_accepted():
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"set": "fast"}, "collector.ncu.set='fast' is not valid; use one of basic, detailed, full"),
-    ({"set": []}, "collector.ncu.set=[] is neither a set name (basic, detailed, full) nor a "
+    ({"set": "nope"}, "collector.ncu.set='nope' is not valid; use one of basic, detailed, full, "
+     "nvlink, pmsampling, roofline"),
+    ({"set": []}, "collector.ncu.set=[] is neither a set name (basic, detailed, full, nvlink, "
+     "pmsampling, roofline) nor a "
      "non-empty list of sections, e.g. collector.ncu.set=[SpeedOfLight,Occupancy]"),
     ({"set": ["SpeedOfLight", "Speed Of Light"]}, "collector.ncu.set has 'Speed Of Light', not a "
      "section identifier; give one per list item as ncu --list-sections prints them, e.g. "
@@ -61,8 +63,8 @@ def test_sections_extra_metrics_filters_and_an_outside_collector_are_accepted():
     ({"launch_skip": -1}, "collector.ncu.launch_skip=-1 is negative; give 0 or more"),
     ({"launch_count": 0}, "collector.ncu.launch_count=0 profiles nothing; give 1 or more, or null "
      "for every launch"),
-    ({"replay_mode": "app-range"}, "collector.ncu.replay_mode='app-range' is not valid; use one "
-     "of kernel, application, range"),
+    ({"replay_mode": "fast"}, "collector.ncu.replay_mode='fast' is not valid; use one of kernel, "
+     "application, range, app-range"),
     ({"target_processes": "application"}, "collector.ncu.target_processes='application' is not "
      "valid; use one of all, application-only"),
     ({"clock_control": "boost"}, "collector.ncu.clock_control='boost' is not valid; use one of "

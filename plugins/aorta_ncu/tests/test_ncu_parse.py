@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -17,15 +18,15 @@ from aorta_ncu.options import NcuOptions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TIME = "gpu__time_duration.sum"
-MS = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3,
+      "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
 #: Published key -> the ncu names that may carry it, preferred first (docs/collectors/ncu.md).
 PERCENTS = {
     "sm_throughput_pct": ["sm__throughput.avg.pct_of_peak_sustained_elapsed"],
-    "dram_throughput_pct": ["dram__throughput.avg.pct_of_peak_sustained_elapsed",
-                            "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"],
+    "dram_throughput_pct": ["gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                            "dram__throughput.avg.pct_of_peak_sustained_elapsed"],
     "achieved_occupancy_pct": ["sm__warps_active.avg.pct_of_peak_sustained_active"],
     "tensor_pipe_pct": ["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
                         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
     "l2_hit_rate_pct": ["lts__t_sector_hit_rate.pct"],
 }
@@ -75,7 +76,7 @@ def parse(folder: Path) -> dict:
 
 def folder_with(tmp_path: Path, text: str | None = None, source: Path | None = None) -> Path:
     folder = tmp_path / "ncu"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     if source is not None:
         shutil.copy(source, folder / "raw.csv")
     else:
@@ -95,6 +96,46 @@ def assert_same(actual: dict, expected: dict) -> None:
 @pytest.mark.parametrize("raw", sorted(FIXTURES.rglob("*.csv")), ids=lambda p: p.stem)
 def test_every_fixture_is_rederived(tmp_path, raw):
     assert_same(parse(folder_with(tmp_path, source=raw)), expected_metrics(raw))
+
+
+def test_base_units_round_percentages_so_auto_units_are_exported(tmp_path):
+    """mm_basic.raw.csv and .raw_base.csv are two exports of one H200 report: same launches and
+    times, but --print-units base keeps 2 decimals of a percentage where auto keeps 6."""
+    auto = parse(folder_with(tmp_path / "a", source=FIXTURES / "h200" / "mm_basic.raw.csv"))
+    base = parse(folder_with(tmp_path / "b", source=FIXTURES / "h200" / "mm_basic.raw_base.csv"))
+    assert set(auto) == set(base) and auto["ncu_top_kernels"] == base["ncu_top_kernels"]
+    assert auto["ncu_gpu_time_ms"] == pytest.approx(base["ncu_gpu_time_ms"], rel=1e-12)
+    for key in (k for k in auto if k.endswith("_pct")):
+        assert auto[key] == pytest.approx(base[key], abs=0.005), key
+    assert auto["ncu_top_kernel_achieved_occupancy_pct"] != base[
+        "ncu_top_kernel_achieved_occupancy_pct"]
+
+
+NO_KERNELS = ("ncu: no kernels were profiled: the command launched no CUDA kernel in a profiled "
+              "process, or kernel_regex, launch_skip, launch_count or target_processes left none")
+
+
+@pytest.mark.parametrize(("console", "reasons"), [
+    ("mm_basic", []), ("mm_app", []), ("sm_basic", []), ("fail_exit3", []),
+    ("no_kernels", [NO_KERNELS]),
+    ("bad_set", [NO_KERNELS, "ncu: No metrics to collect found in sections."]),
+    ("range_mode", ["ncu: no ranges were profiled: replay_mode=range profiles only ranges the "
+                    "command opens (cudaProfilerStart/Stop, or NVTX with --nvtx); use "
+                    "replay_mode=kernel or application otherwise"]),
+    ("missing_prog", ["ncu: '/nonexistent/program' does not exist or is not an executable. Please "
+                      "make sure to specify the absolute path to '/nonexistent/program' if the "
+                      "executable is not in the local directory."]),
+])
+def test_reasons_from_real_ncu_console_output(tmp_path, console, reasons):
+    folder = tmp_path / "ncu"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "h200" / f"{console}.console", folder / "console.txt")
+    shutil.copy(FIXTURES / "h200" / "sm_basic.raw.csv", folder / "raw.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = parse(folder)
+    assert [str(w.message) for w in caught] == reasons
+    assert metrics["ncu_kernel_count"] == 4
 
 
 BASE = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
@@ -135,8 +176,8 @@ def test_ties_rank_by_name_and_top_five_only(tmp_path):
 
 
 def test_older_dram_name_is_read_when_the_preferred_one_is_absent(tmp_path):
-    gpu_dram = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
-    metrics = parse(folder_with(tmp_path, page([TIME, gpu_dram], ["msecond", "%"],
+    dram = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+    metrics = parse(folder_with(tmp_path, page([TIME, dram], ["msecond", "%"],
                                                 [("k", ["2", "33.3"])])))
     assert metrics["ncu_dram_throughput_pct"] == pytest.approx(33.3)
 
@@ -147,8 +188,8 @@ def test_a_unit_aorta_does_not_know_costs_that_quantity_only(tmp_path):
         metrics = parse(folder_with(tmp_path, text))
     assert metrics == {"ncu_kernel_count": 1}
     assert [str(w.message) for w in caught] == [
-        "ncu: gpu__time_duration.sum is in 'cycle', not a unit aorta reads ('nsecond', "
-        "'usecond', 'msecond', 'second', 'ns', 'us', 'ms', 's'); its metrics are omitted",
+        "ncu: gpu__time_duration.sum is in 'cycle', not a unit aorta reads ('ns', 'us', 'ms', "
+        "'s', 'nsecond', 'usecond', 'msecond', 'second'); its metrics are omitted",
         f"ncu: {SM} is in 'ratio', not a unit aorta reads ('%'); its metrics are omitted",
     ]
 
