@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU proof of the aorta-ncu collector (NVIDIA GPU, ncu, aorta-core and aorta-ncu installed in
 # $PYTHON; torch and triton for the payloads). Runs real sweeps through the core CLI: the example
-# sweep (examples/profiling/ncu/run.sh), then one sweep per option family and failure case.
+# sweep (examples/profiling/ncu/run.sh), then one sweep per option family and failure case, and
+# check_proof.py on the result (its verdicts are in the log).
 # Writes to $OUT (5 files): ncu_proof.log, matrix.json and the two raw.csv of trial 0 of the
 # example sweep, and ncu_proof.tar.gz (every record, raw.csv, console.txt, matrix.json, perf.md
 # and the .ncu-rep files under 8 MB).
@@ -83,6 +84,9 @@ sweep missing_ncu collector.ncu.ncu_bin=/nonexistent/ncu -- "$PYTHON" "$MATMUL"
 say "aorta parse of the first example trial"
 first=$(ls -d "$WORK"/examples/cells/*payload=matmul*/trial_000/ncu 2>/dev/null | head -1)
 [ -n "$first" ] && "$PYTHON" -m aorta_core parse ncu "$first" >> "$LOG" 2>&1
+
+say "check_proof.py"
+"$PYTHON" "$HERE/check_proof.py" "$WORK" 2>&1 | tee -a "$LOG"
 
 cp "$WORK/examples/matrix.json" "$OUT/matrix.json" 2>> "$LOG"
 for payload in matmul triton_softmax; do
