@@ -161,15 +161,16 @@ def test_an_unreadable_report_costs_the_metrics_with_the_reason(tmp_path):
 
 
 def test_example_recipe_makes_one_cell_per_payload(tmp_path):
-    """examples/profiling/ncu: the payloads need CUDA, so here only the sweep's shape is checked."""
+    """examples/profiling/ncu: the payloads need CUDA (here their trials fail, and the sweep's exit
+    status says so), so only the sweep's shape is checked."""
     repo = Path(__file__).resolve().parents[3]
     out = tmp_path / "sweep"
     done = run([sys.executable, "-m", "aorta_core", "--config-dir", "examples/profiling/ncu",
                 "sweep=ncu_payloads", "collector=ncu", "trials=1", OFFLINE, f"output={out}"],
                env={**os.environ, "NCU_BIN": str(STANDIN), "AORTA_REPORT_PNG": "0"}, cwd=repo)
-    assert done.returncode == 0, done.stderr[-2000:]
     records = [json.loads(p.read_text()) for p in sorted(out.glob("cells/*/trial_*/record.json"))]
-    assert [r["axes"]["payload"] for r in records] == ["matmul", "triton_softmax"]
+    assert [r["axes"]["payload"] for r in records] == ["matmul", "triton_softmax"], done.stderr
+    assert {r["verdict"] for r in records} <= {"pass", "fail"}
     for record in records:
         argv = record["argv_run"]
         assert argv[0] == str(STANDIN)
