@@ -1,12 +1,15 @@
 """aorta core: the plugin host, the Hydra sweep engine, trial records and the results matrix.
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
-and the contract types.
+the contract types, ``find_executable`` to locate the profiler a collector wraps and
+``check_regex`` for regular-expression options.
 """
 
 import pluggy
 
+from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
+from aorta_core.executables import find_executable
 
 __version__ = "0.1.0"
 
@@ -19,5 +22,7 @@ __all__ = [
     "SetupError",
     "TrialRun",
     "__version__",
+    "check_regex",
+    "find_executable",
     "hookimpl",
 ]

@@ -89,6 +89,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     for row in rows:
         collector = registry.collectors.get(row["name"])
         row["description"] = collector.info.description if collector else None
+        row["times_comparable"] = collector.info.times_comparable if collector else None
     if ns.json:
         sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0

@@ -49,6 +49,10 @@ class CollectorInfo:
     config_package: str
     #: Smaller wraps further outside: rocprof 10, proton 20, torchprof 30; others pick theirs.
     wrap_order: int = 50
+    #: False when the profiler changes what it times (Nsight Compute serialises and replays every
+    #: kernel): cross-collector checks such as ``sweep=agree`` mark its times as not comparable
+    #: with the tracing collectors' instead of comparing them.
+    times_comparable: bool = True
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from cli_helpers import good_collector, records, run_aorta
 
-#: Keep the installed first-party collectors out of these tests' way.
-ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": "rocprof,proton,torchprof,rusage"}
+#: Keep every collector installed in this environment (whichever they are) out of these tests' way.
+INSTALLED = sorted({ep.name for ep in entry_points(group="aorta.collectors")})
+ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": ",".join(INSTALLED)}
 
 
 def _env(site) -> dict[str, str]:
@@ -26,9 +28,10 @@ def test_broken_plugin_is_reported_and_the_others_keep_working(plugin_site, tmp_
     plugin_site.add("broken", "import no_such_module_anywhere\n", version="9.9")
     rows = _plugins(plugin_site, tmp_path)
     assert rows["good"]["status"] == "ok" and rows["good"]["distribution"] == "aorta-test-good"
+    assert rows["good"]["times_comparable"] is True
     assert rows["broken"] == {
         "name": "broken", "distribution": "aorta-test-broken", "version": "9.9",
-        "status": "error", "description": None,
+        "status": "error", "description": None, "times_comparable": None,
         "error": "ModuleNotFoundError: No module named 'no_such_module_anywhere'",
     }
     out = tmp_path / "out"
@@ -49,7 +52,7 @@ def test_strict_mode_and_disable_list(plugin_site, tmp_path: Path):
     assert "collector 'broken' (aorta-test-broken 0.3.1) failed to load: RuntimeError: bad import" \
         in done.stderr
     rows = _plugins(plugin_site, tmp_path,
-                    {"AORTA_DISABLE_PLUGINS": "broken,rocprof,proton,torchprof,rusage"})
+                    {"AORTA_DISABLE_PLUGINS": ",".join(["broken", *INSTALLED])})
     assert rows["broken"]["status"] == "disabled" and rows["good"]["status"] == "ok"
 
 

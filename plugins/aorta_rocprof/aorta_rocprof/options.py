@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Optional
 
-from aorta_core import OptionError
+from aorta_core import OptionError, check_regex
 
 #: ``trace`` value -> the rocprofv3 flag that turns that domain on (rocprofv3.py flag names).
 TRACE_FLAGS: dict[str, str] = {
@@ -68,20 +68,7 @@ def validate(options: RocprofOptions) -> None:
                 f"collector.rocprof.pmc has {counter!r}, not a counter name; give one counter "
                 "per list item, e.g. collector.rocprof.pmc=[SQ_WAVES,GRBM_COUNT]"
             )
-    regex = options.kernel_include_regex
-    if regex is not None:
-        if not regex.strip():
-            raise OptionError(
-                "collector.rocprof.kernel_include_regex is blank; give a regular expression "
-                "or null"
-            )
-        try:
-            re.compile(regex)
-        except re.error as exc:
-            raise OptionError(
-                f"collector.rocprof.kernel_include_regex={regex!r} does not compile ({exc}); "
-                "fix the regular expression"
-            ) from None
+    check_regex("collector.rocprof.kernel_include_regex", options.kernel_include_regex)
     if options.summary_units is not None:
         _one_of("summary_units", options.summary_units, SUMMARY_UNITS)
     path = options.input_file

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from aorta_core import Launch, SetupError
+from aorta_core import Launch, SetupError, find_executable
 from aorta_rocprof.options import TRACE_FLAGS, RocprofOptions
 
 #: ``-o`` stem: every file lands flat as ``<artifact_dir>/aorta_<name>.csv``.
@@ -20,31 +19,10 @@ BIN_ENV = "ROCPROF_BIN"
 
 def resolve_binary(env: Mapping[str, str]) -> str:
     """``$ROCPROF_BIN`` (a path, or a name looked up on PATH), else ``rocprofv3`` on PATH."""
-    path = env.get("PATH", os.defpath)
-    override = env.get(BIN_ENV, "").strip()
-    if not override:
-        found = shutil.which("rocprofv3", path=path)
-        if found is None:
-            raise SetupError(
-                "rocprofv3 is not on PATH; install ROCm's rocprofiler-sdk or set ROCPROF_BIN "
-                "to the rocprofv3 executable (e.g. /opt/rocm/bin/rocprofv3)"
-            )
-        return found
-    value = os.path.expanduser(os.path.expandvars(override))
-    if os.sep in value:
-        if os.path.isfile(value) and os.access(value, os.X_OK):
-            return os.path.abspath(value)
-        raise SetupError(
-            f"ROCPROF_BIN={override} is not an executable file; point ROCPROF_BIN at rocprofv3 "
-            "or unset it to use rocprofv3 from PATH"
-        )
-    found = shutil.which(value, path=path)
-    if found is None:
-        raise SetupError(
-            f"ROCPROF_BIN={override} is not found on PATH; give ROCPROF_BIN as a full path to "
-            "rocprofv3 or add its folder to PATH"
-        )
-    return found
+    return find_executable(
+        "rocprofv3", env, env_var=BIN_ENV, install_hint="install ROCm's rocprofiler-sdk",
+        example="/opt/rocm/bin/rocprofv3",
+    )
 
 
 def profiler_args(

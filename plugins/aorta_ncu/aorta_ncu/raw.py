@@ -1,0 +1,80 @@
+"""Read ncu's raw page (``--csv --page raw``) into one row per profiled launch, in aorta's units.
+
+The file's first line names the columns (``"ID","Process ID",...,"Kernel Name",...`` then one
+column per metric), the second holds each metric's unit, then one line per profiled launch.
+Values are quoted strings that may carry thousands separators (``"1,234,567"``) or ``n/a``.
+Units are honoured whatever ``--print-units`` made them (``ns``, ``us``, ``ms``, ``s`` as ncu
+2025.3.1 prints them, the long spellings ``nsecond`` ... ``second`` too, and ``%``).
+Functions here raise on unreadable input; :mod:`aorta_ncu.parse` turns that into warnings.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import polars as pl
+
+from aorta_ncu.counters import HARDWARE, TIME
+
+NAME = "Kernel Name"
+#: Time units ncu prints (long and short spellings) -> milliseconds.
+MS_PER_UNIT = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3,
+               "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+PERCENT = "%"
+
+
+def _header_index(path: Path) -> int:
+    """Line number of the ``"ID",...`` header (0 for a clean export)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for index, line in enumerate(fh):
+            if line.startswith('"ID",'):
+                return index
+            if index > 1000:
+                break
+    raise ValueError('no ncu raw-page header (a line starting with "ID",)')
+
+
+def _number(column: str) -> pl.Expr:
+    """Quoted ncu text -> float; ``n/a``, blanks and non-finite values -> null."""
+    value = (pl.col(column).str.strip_chars().str.replace_all(",", "", literal=True)
+             .cast(pl.Float64, strict=False))
+    return pl.when(value.is_finite()).then(value)
+
+
+def _scaled(column: str, unit: str, factors: dict[str, float]) -> pl.Expr | None:
+    if unit not in factors:
+        warnings.warn(f"ncu: {column} is in {unit!r}, not a unit aorta reads "
+                      f"({', '.join(repr(u) for u in factors)}); its metrics are omitted",
+                      stacklevel=4)
+        return None
+    return _number(column) * factors[unit]
+
+
+def read_launches(path: Path) -> pl.DataFrame:
+    """``name``, ``time_ms`` and one column per :data:`HARDWARE` key ncu reported, a row a launch.
+
+    A quantity whose column is absent or whose unit is not understood is left out (with a
+    warning for the unit); a missing or unreadable value is null.
+    """
+    frame = pl.read_csv(path, skip_rows=_header_index(path), infer_schema=False,
+                        truncate_ragged_lines=True)
+    if NAME not in frame.columns:
+        raise ValueError(f'no "{NAME}" column: not an ncu raw page')
+    if frame.height == 0 or frame["ID"][0] not in (None, ""):
+        raise ValueError("no units row under the header: not an ncu --csv --page raw export")
+    units = {c: (u or "").strip() for c, u in frame.row(0, named=True).items()}
+    columns = [pl.col(NAME).alias("name")]
+    if TIME in frame.columns:
+        time = _scaled(TIME, units[TIME], MS_PER_UNIT)
+        if time is not None:
+            columns.append(time.alias("time_ms"))
+    else:
+        warnings.warn(f"ncu: {path.name} has no {TIME} column; time metrics omitted", stacklevel=3)
+    for key, names in HARDWARE.items():
+        found = next((n for n in names if n in frame.columns), None)
+        if found is not None:
+            value = _scaled(found, units[found], {PERCENT: 1.0})
+            if value is not None:
+                columns.append(value.alias(key))
+    return frame.slice(1).select(columns)
