@@ -3,7 +3,9 @@
 Loading is tolerant (conda/sqlfluff style): a plugin that fails to import, misspells a hook or
 describes itself wrongly is reported with its distribution and version, and the rest keep
 working. ``AORTA_STRICT_PLUGINS=1`` turns such a failure into an error;
-``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name.
+``AORTA_LOAD_PLUGINS=a,b`` loads only the named collectors (an allow-list) and
+``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name. Discovery uses ``importlib_metadata``,
+whose entry-point API is the same on every supported Python.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import pluggy
+from importlib_metadata import EntryPoint, entry_points
 
 from aorta_core import hookspecs
 from aorta_core.contracts import CollectorInfo
@@ -88,8 +90,14 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
     return Collector(ep.name, info, _distribution(ep)[1])
 
 
-def _disabled() -> set[str]:
-    return {n.strip() for n in os.environ.get("AORTA_DISABLE_PLUGINS", "").split(",") if n.strip()}
+def _names(variable: str) -> set[str]:
+    return {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
+
+
+def _skipped(name: str) -> bool:
+    """Disabled by ``AORTA_DISABLE_PLUGINS``, or left out of ``AORTA_LOAD_PLUGINS``."""
+    allowed = _names("AORTA_LOAD_PLUGINS")
+    return name in _names("AORTA_DISABLE_PLUGINS") or (bool(allowed) and name not in allowed)
 
 
 @functools.cache
@@ -99,7 +107,6 @@ def load_registry() -> Registry:
     manager.add_hookspecs(hookspecs)
     registry = Registry(manager)
     strict = os.environ.get("AORTA_STRICT_PLUGINS", "") not in ("", "0")
-    disabled = _disabled()
     seen: set[str] = set()
     for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         dist, version = _distribution(ep)
@@ -108,7 +115,7 @@ def load_registry() -> Registry:
             registry.statuses.append(PluginStatus(ep.name, dist, version, "error", error))
             continue
         seen.add(ep.name)
-        if ep.name in disabled:
+        if _skipped(ep.name):
             registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
             continue
         # Isolated: an import that raises, exits or hangs costs only this collector.

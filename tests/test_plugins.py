@@ -56,6 +56,19 @@ def test_strict_mode_and_disable_list(plugin_site, tmp_path: Path):
     assert rows["broken"]["status"] == "disabled" and rows["good"]["status"] == "ok"
 
 
+def test_allow_list_loads_only_the_named_collectors(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("other", good_collector("other"))
+    plugin_site.add("broken", "raise RuntimeError('bad import')\n")
+    done = run_aorta(["plugins", "--json"], cwd=tmp_path,
+                     env={**plugin_site.env, "AORTA_LOAD_PLUGINS": "good",
+                          "AORTA_STRICT_PLUGINS": "1"})
+    assert done.returncode == 0, done.stderr  # the broken one is never imported
+    rows = {row["name"]: row["status"] for row in json.loads(done.stdout)}
+    assert rows.pop("good") == "ok"
+    assert set(rows.values()) == {"disabled"} and {"other", "broken"} <= set(rows)
+
+
 def test_misspelled_hook_is_an_error(plugin_site, tmp_path: Path):
     source = good_collector("typo").replace("def wrap_argv(", "def wrap_arvg(")
     plugin_site.add("typo", source)
