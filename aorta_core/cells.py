@@ -18,7 +18,7 @@ from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.contracts import OptionError
 from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.plugins import Registry
-from aorta_core.retention import LEVELS
+from aorta_core.settings import CoreSettings, SettingsError, core_settings
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]+")
 _APPEND = re.compile(r"(^|,)[+~]+")
@@ -116,29 +116,6 @@ def _collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
     return options
 
 
-def _retain(cfg: DictConfig) -> dict[str, str]:
-    retain = {k: str(v) for k, v in (cfg.get("retain") or {}).items()}
-    for key, level in retain.items():
-        if key not in ("on_pass", "on_fail", "on_error"):
-            raise ConfigError(
-                f"retain.{key} is not a retention key; use on_pass, on_fail, on_error"
-            )
-        if level not in LEVELS:
-            raise ConfigError(
-                f"retain.{key}={level} is not a level; use one of {', '.join(LEVELS)}"
-            )
-    return retain
-
-
-def _positive(cfg: DictConfig, key: str, allow_none: bool) -> float | None:
-    value = cfg.get(key)
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ConfigError(f"{key}={value!r} must be a positive number")
-    return value
-
-
 def _inside_output(directory: Path, output: Path) -> Path:
     """The cell's folder, refused when it (or a link on the way) leads out of ``output``."""
     if directory.is_symlink() or not directory.resolve().is_relative_to(output.resolve()):
@@ -157,13 +134,13 @@ def _fingerprint(command: tuple[str, ...], env: dict[str, str], collectors: Mapp
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def _auto(cfg: DictConfig, env: dict[str, str], per_cell: int) -> AutoChoice | None:
+def _auto(cfg: DictConfig, env: dict[str, str], settings: CoreSettings) -> AutoChoice | None:
     """Fill ``auto`` workload settings for the GPUs this cell will see (its device slot too)."""
     if not uses_workload(cfg):
         return None
     seen = dict(env)
-    if cfg.get("devices") is not None:
-        seen.update(dict.fromkeys(cfg.device_env, ",".join(["x"] * per_cell)))
+    if settings.devices is not None:
+        seen.update(dict.fromkeys(settings.device_env, ",".join(["x"] * settings.devices_per_cell)))
     try:
         return resolve(cfg, seen)
     except AutoError as exc:
@@ -172,35 +149,26 @@ def _auto(cfg: DictConfig, env: dict[str, str], per_cell: int) -> AutoChoice | N
 
 def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     """Validate the job config and describe its cell; raises :class:`ConfigError`."""
-    trials = _positive(cfg, "trials", allow_none=False)
-    if int(trials) != trials:
-        raise ConfigError(f"trials={trials!r} must be a whole number")
-    timeout = _positive(cfg, "timeout", allow_none=True)
-    hook_timeout = _positive(cfg, "hook_timeout", allow_none=True)
-    per_cell = _positive(cfg, "devices_per_cell", allow_none=False)
-    if cfg.get("devices") is not None and len(cfg.devices) < per_cell:
-        raise ConfigError(
-            f"devices_per_cell={per_cell} is more than the {len(cfg.devices)} listed devices; "
-            "list more devices or lower devices_per_cell"
-        )
-    env = {str(k): str(v) for k, v in (OmegaConf.to_container(cfg.env, resolve=True) or {}).items()}
-    auto = _auto(cfg, env, int(per_cell))
+    try:
+        settings = core_settings(cfg)
+    except SettingsError as exc:
+        raise ConfigError(str(exc)) from None
+    env = dict(settings.env)
+    auto = _auto(cfg, env, settings)
     command = _command(cfg)
-    collectors = _collectors(cfg, registry, hook_timeout)
+    collectors = _collectors(cfg, registry, settings.hook_timeout)
     directory = _inside_output(Path(hydra_cfg.runtime.output_dir), Path(str(cfg.output)))
     excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
-    name = cell_name(hydra_cfg.job.override_dirname)
-    fingerprint = _fingerprint(command, env, collectors)
     return Cell(
-        name=name,
+        name=cell_name(hydra_cfg.job.override_dirname),
         directory=directory,
         axes=axes_of(list(hydra_cfg.overrides.task), excluded),
         command=command,
         env=env,
         collectors=collectors,
-        timeout_s=timeout,
-        retain=_retain(cfg),
-        fingerprint=fingerprint,
+        timeout_s=settings.timeout,
+        retain=settings.retain_levels(),
+        fingerprint=_fingerprint(command, env, collectors),
         auto=auto,
-        hook_timeout_s=hook_timeout,
+        hook_timeout_s=settings.hook_timeout,
     )

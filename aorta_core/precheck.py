@@ -20,6 +20,8 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from aorta_core.settings import CoreSettings, SettingsError, core_settings
+
 #: Flags that replace the primary config; with them the pre-check cannot compose what Hydra will.
 _PRIMARY_FLAGS = ("--config-path", "-cp", "--config-name", "-cn")
 _DIR_FLAGS = ("--config-dir", "-cd")
@@ -106,8 +108,8 @@ def _collector_keys(cfg: DictConfig) -> None:
                              f"valid: {', '.join(sorted(known))}")
 
 
-def _command_given(cfg: DictConfig, args: list[str], command: list[str] | None) -> None:
-    if not cfg.get("requires_command") or command is not None:
+def _command_given(settings: CoreSettings, args: list[str], command: list[str] | None) -> None:
+    if not settings.requires_command or command is not None:
         return
     if any(a.split("=", 1)[0].lstrip("+~") in ("workload", "command") for a in args):
         return
@@ -142,6 +144,10 @@ def check(args: list[str], command: list[str] | None) -> Plan:
             cfg = compose("config", overrides=plain)
     except (HydraException, OmegaConfBaseException) as exc:
         raise UsageError(_one_line(exc)) from None
+    try:
+        settings = core_settings(cfg)
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
     _collector_keys(cfg)
-    _command_given(cfg, args, command)
-    return Plan(allow_failures=bool(cfg.get("allow_failures")))
+    _command_given(settings, args, command)
+    return Plan(allow_failures=settings.allow_failures)

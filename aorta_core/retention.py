@@ -12,7 +12,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-LEVELS = ("full", "summary", "log", "none")
+from aorta_core.settings import RetainLevel
+
+LEVELS = tuple(level.value for level in RetainLevel)
 SUMMARY_MAX_BYTES = 1 << 20
 
 

@@ -1,0 +1,106 @@
+"""The core's own config keys, typed by one structured schema (:class:`CoreSettings`).
+
+The pre-check validates them when the command line is composed (a mistake is exit status 2
+before anything runs); each Hydra job validates them again for values a sweep varies
+(``trials=1,abc``), refusing only that cell. Recipes may add keys of their own (``size: 1024``):
+only the core's keys are typed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+
+from omegaconf import Container, DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from aorta_core.files import DEFAULT_READ_LIMIT_MB
+from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S
+
+
+class RetainLevel(StrEnum):
+    """What to keep of a trial's files once its metrics are parsed (docs/sweeps.md)."""
+
+    full = "full"
+    summary = "summary"
+    log = "log"
+    none = "none"
+
+
+@dataclass
+class Retain:
+    on_pass: RetainLevel = RetainLevel.full
+    on_fail: RetainLevel = RetainLevel.full
+    on_error: RetainLevel = RetainLevel.full
+
+
+@dataclass
+class CoreSettings:
+    """Top-level keys every recipe understands; meanings in conf/config.yaml and docs/sweeps.md."""
+
+    trials: int = 3
+    timeout: float | None = 600
+    hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT_S
+    read_limit_mb: float = DEFAULT_READ_LIMIT_MB
+    allow_failures: bool = False
+    requires_command: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    devices: list[str] | None = None
+    devices_per_cell: int = 1
+    device_env: list[str] = field(default_factory=lambda: ["CUDA_VISIBLE_DEVICES"])
+    retain: Retain = field(default_factory=Retain)
+
+    def retain_levels(self) -> dict[str, str]:
+        return {k: getattr(self.retain, k).value for k in ("on_pass", "on_fail", "on_error")}
+
+
+class SettingsError(ValueError):
+    """A core key with a wrong type or value; the message names the key and what is allowed."""
+
+
+_SCHEMA = OmegaConf.structured(CoreSettings)
+
+
+#: What a key holds, added where OmegaConf's own words do not say it.
+_HINTS = {"devices": "a list of device ids, e.g. devices=[0,1,2,3]",
+          "device_env": "a list of variable names, e.g. device_env=[HIP_VISIBLE_DEVICES]"}
+
+
+def _one_line(exc: OmegaConfBaseException) -> str:
+    text = " ".join(str(exc).split("\n")[0].split())
+    key = getattr(exc, "full_key", None)
+    hint = f" ({key} is {_HINTS[key]})" if key in _HINTS else ""
+    return f"{key}: {text}{hint}" if key else text
+
+
+def _ranges(s: CoreSettings) -> None:
+    for key in ("timeout", "hook_timeout", "read_limit_mb"):
+        value = getattr(s, key)
+        if value is not None and value <= 0:
+            raise SettingsError(f"{key}={value:g} must be a positive number of "
+                                f"{'MiB' if key == 'read_limit_mb' else 'seconds'}")
+    if s.trials < 1:
+        raise SettingsError(f"trials={s.trials} must be 1 or more")
+    if s.devices_per_cell < 1:
+        raise SettingsError(f"devices_per_cell={s.devices_per_cell} must be 1 or more")
+    if s.devices is not None and len(s.devices) < s.devices_per_cell:
+        raise SettingsError(
+            f"devices_per_cell={s.devices_per_cell} is more than the {len(s.devices)} listed "
+            "devices; list more devices or lower devices_per_cell")
+
+
+def _resolved(cfg: DictConfig, key: str) -> object:
+    """``cfg[key]`` with its interpolations resolved against the whole config."""
+    node = cfg[key]
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, Container) else node
+
+
+def core_settings(cfg: DictConfig) -> CoreSettings:
+    """The core keys of a composed config, typed and range-checked; :class:`SettingsError`."""
+    try:
+        values = {f.name: _resolved(cfg, f.name) for f in fields(CoreSettings) if f.name in cfg}
+        settings = OmegaConf.to_object(OmegaConf.merge(_SCHEMA, values))
+    except OmegaConfBaseException as exc:
+        raise SettingsError(_one_line(exc)) from None
+    _ranges(settings)
+    return settings
