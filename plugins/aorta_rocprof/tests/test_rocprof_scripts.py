@@ -67,6 +67,7 @@ def test_the_guides_rocprof_capture_command(tmp_path: Path):
     env = script_env(tmp_path, ROCPROF_OUTPUT_DIR=str(tmp_path / "tr"), NPROC="2")
     guide = ["bash", "scripts/rocprof_capture.sh", "config/default.yaml", "--override",
              "training.max_steps=50"]
+    assert " ".join(guide) in (REPO / "docs" / "legacy-rocprof-scripts.md").read_text()
     done = subprocess.run([*guide, *CPU_SIZED, f"training.output_dir={bench_out}"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
