@@ -4,7 +4,8 @@
 #   python -m aorta_core sweep=repeat collector=rocprof -- torchrun ... -m aorta_core.benchmark
 # (docs/collectors/rocprof.md, docs/legacy-rocprof-scripts.md).
 #
-# Usage: scripts/rocprof_capture.sh <config.yaml> [hydra overrides...]
+# Usage: scripts/rocprof_capture.sh <config.yaml> [hydra overrides...] [--override key=value ...]
+#   e.g. bash scripts/rocprof_capture.sh config/default.yaml --override training.max_steps=50
 #   ROCPROF_OUTPUT_DIR  where run folders go (default: <repo>/rocprof_traces)
 #   ROCPROF_ARGS        rocprofv3 flags (default: --kernel-trace --stats --output-format csv)
 #   ROCPROF_BIN         rocprofv3 to use (default: rocprofv3 on PATH)
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
-  echo "usage: $0 <config.yaml> [hydra overrides...]" >&2
+  echo "usage: $0 <config.yaml> [hydra overrides...] [--override key=value ...]" >&2
   exit 1
 fi
 config=$1

@@ -8,6 +8,10 @@ from collections import Counter
 from pathlib import Path
 
 from cli_helpers import records, run_aorta
+from needs import needs
+
+JOBLIB = "hydra_plugins.hydra_joblib_launcher"
+SUBMITIT = "hydra_plugins.hydra_submitit_launcher"
 
 STAMP = (
     "import json, os, sys, time; t0 = time.time(); time.sleep(float(sys.argv[1])); "
@@ -16,6 +20,7 @@ STAMP = (
 )
 
 
+@needs(JOBLIB)
 def test_200_trials_on_two_joblib_workers_lose_and_duplicate_nothing(tmp_path: Path):
     out = tmp_path / "out"
     cells = ",".join(str(i) for i in range(10))
@@ -34,6 +39,7 @@ def test_200_trials_on_two_joblib_workers_lose_and_duplicate_nothing(tmp_path: P
     assert leftovers == []
 
 
+@needs(JOBLIB)
 def test_parallel_cells_never_share_a_device_slot(tmp_path: Path):
     out = tmp_path / "out"
     done = run_aorta(["-m", "sweep=repeat", "trials=2", "hydra/launcher=joblib",
@@ -57,6 +63,7 @@ def test_devices_per_cell_larger_than_the_list_is_refused(tmp_path: Path):
     assert "devices_per_cell=2 is more than the 1 listed devices" in done.stderr
 
 
+@needs(SUBMITIT, "aorta_rusage")
 def test_submitit_local_executor_runs_cells_to_a_matrix(tmp_path: Path):
     out = tmp_path / "out"
     done = run_aorta(["-m", "sweep=repeat", "trials=2", "hydra/launcher=submitit_local",
@@ -69,6 +76,7 @@ def test_submitit_local_executor_runs_cells_to_a_matrix(tmp_path: Path):
     assert list(out.glob(".submitit/*")), "submitit wrote no job folders"
 
 
+@needs(SUBMITIT)
 def test_slurm_launcher_config_composes(tmp_path: Path):
     done = run_aorta(["sweep=repeat", "hydra/launcher=aorta_slurm",
                       "hydra.launcher.partition=gpu", "hydra.launcher.setup=[module load rocm]",

@@ -1,4 +1,8 @@
-"""``python -m aorta_core.benchmark [--config FILE] [overrides]`` (or under ``torchrun -m``)."""
+"""``python -m aorta_core.benchmark [--config FILE] [--override key=value ...] [overrides]``.
+
+``--config`` and ``--override`` are upstream aorta's trainer flags, so its launch lines run here;
+plain Hydra overrides work alongside them (also under ``torchrun -m``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import sys
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
-from aorta_core.benchmark.config import ConfigError, compose_config, file_overrides
+from aorta_core.benchmark.config import ConfigError, compose_config
 
 
 def _one_line(exc: BaseException) -> str:
@@ -20,12 +24,47 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(" ".join(p.split()) for p in parts if p)
 
 
+def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[tuple[str, str]]]:
+    """(Hydra overrides, ``--config`` file, ``--override`` pairs) of the command line.
+
+    ``--override`` takes the ``key=value`` words up to the next ``--`` flag, as upstream's
+    argparse ``nargs="*"`` did; unlike upstream, where a repeated ``--override`` kept only the
+    last group, every group counts.
+    """
+    overrides: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    config_file = None
+    in_override = False
+    words = iter(argv)
+    for word in words:
+        if word == "--config" or word.startswith("--config="):
+            if config_file is not None:
+                raise ConfigError("--config given twice; give one settings file")
+            config_file = word.partition("=")[2] if "=" in word else next(words, "")
+            if not config_file:
+                raise ConfigError("--config needs a file, e.g. --config config/default.yaml")
+            in_override = False
+        elif word == "--override":
+            in_override = True
+        elif word.startswith("--"):
+            raise ConfigError(f"unknown option {word}; the benchmark takes --config FILE, "
+                              "--override key=value ... and Hydra overrides key=value")
+        elif in_override:
+            key, equals, value = word.partition("=")
+            if not equals or not key:
+                raise ConfigError(f"--override {word}: expected key=value, e.g. "
+                                  "--override training.max_steps=50")
+            pairs.append((key, value))
+        else:
+            overrides.append(word)
+    return overrides, config_file, pairs
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        if argv[:1] == ["--config"] and len(argv) > 1:
-            argv = [*file_overrides(argv[1]), *argv[2:]]
-        cfg = compose_config(argv)
+        overrides, config_file, pairs = split_argv(argv)
+        cfg = compose_config(overrides, config_file, pairs)
     except (HydraException, OmegaConfBaseException, ConfigError) as exc:
         print(f"aorta benchmark: bad config: {_one_line(exc)}", file=sys.stderr)
         return 2

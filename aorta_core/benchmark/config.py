@@ -8,13 +8,19 @@ avoided on purpose: no chdir, no output folders, no logging takeover under ``tor
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
+import yaml
 from hydra import compose, initialize_config_module
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
+
+from aorta_core.argv import escape_for_omegaconf
 
 CONFIG_MODULE = "aorta_core.conf.benchmark"
 SCHEMA_NAME = "benchmark_schema"
@@ -146,6 +152,26 @@ CHOICES = {
 }
 
 
+#: Upstream aorta's trainer keys (``--override``) that are one of ours under another name. Its
+#: other keys with a counterpart here have the same name (``training.max_steps``, ``model.*``).
+UPSTREAM_KEYS = {
+    "training.output_dir": "output_dir",
+    "training.batch_size": "data.batch_size",
+    "optimizer.lr": "training.lr",
+    "optimizer.weight_decay": "training.weight_decay",
+    "optimizer.betas": "training.betas",
+    "optimizer.eps": "training.eps",
+    "scheduler.warmup_steps": "training.warmup_steps",
+    "scheduler.total_steps": "training.total_steps",
+    "dataset.num_samples": "data.num_samples",
+    "dataset.sequence_length": "data.sequence_length",
+    "dataset.sparse_features": "data.sparse_features",
+    "distributed.mode": "parallel.mode",
+    "distributed.bucket_cap_mb": "parallel.bucket_cap_mb",
+}
+_ABSENT = object()
+
+
 class ConfigError(ValueError):
     """A value the schema's types allow but the benchmark cannot use; names the key."""
 
@@ -154,31 +180,83 @@ def _register() -> None:
     ConfigStore.instance().store(name=SCHEMA_NAME, node=BenchmarkConfig)
 
 
-def file_overrides(path: str) -> list[str]:
-    """A YAML file of settings (``--config FILE``, as upstream's trainer takes it) as overrides.
+def load_settings(path: str) -> DictConfig:
+    """``--config FILE``: a YAML (or JSON) mapping of settings, read by OmegaConf as written."""
+    try:
+        data = OmegaConf.load(path)
+    except (OSError, yaml.YAMLError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else " ".join(str(exc).split())
+        raise ConfigError(f"--config {path}: {reason}; give a YAML file of benchmark settings, "
+                          "e.g. config/default.yaml") from None
+    if not isinstance(data, DictConfig):
+        raise ConfigError(f"--config {path} holds no mapping of settings; give nested YAML such "
+                          "as config/default.yaml")
+    return data
 
-    They go before the command line's, so a command-line override wins over the file.
+
+def upstream_value(text: str) -> Any:
+    """An ``--override`` value read as upstream's trainer reads it: true/false (any case), int,
+    float, ``[a, b]`` (a list of strings, converted by the schema), else the text as written
+    (``${`` kept literal); ``null`` is None here, for the optional settings."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text == "null":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        return [part.strip() for part in inner.split(",")] if inner else []
+    return escape_for_omegaconf(text)
+
+
+def _groups() -> set[str]:
+    """The config groups (``model``, ``parallel``): folders of the conf package."""
+    root = resources.files(CONFIG_MODULE)
+    return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_")}
+
+
+def _drop(settings: DictConfig, keys: list[str]) -> DictConfig:
+    """``settings`` without ``keys`` (dotted), so that the command line's values win."""
+    for key in keys:
+        parent_key, _, leaf = key.rpartition(".")
+        parent = OmegaConf.select(settings, parent_key) if parent_key else settings
+        if isinstance(parent, DictConfig) and leaf in parent:
+            del parent[leaf]
+    return settings
+
+
+def compose_config(overrides: list[str], config_file: str | None = None,
+                   pairs: Sequence[tuple[str, str]] = ()) -> DictConfig:
+    """Compose ``config.yaml`` and the Hydra ``overrides``, merge ``config_file`` under them, then
+    apply the ``--override`` ``pairs`` in order; raise on unknown keys, types or choices.
+
+    The file is merged by OmegaConf (its text is kept as written) without the keys the overrides
+    set, so the command line wins over the file; a group picked there (``model=tiny``) drops the
+    file's section of it. A pair's key may be upstream aorta's name (``UPSTREAM_KEYS``); a pair
+    naming a group picks it.
     """
-    import json
-
-    def flatten(prefix: str, node) -> list[str]:
-        if isinstance(node, dict):
-            return [o for k, v in node.items() for o in flatten(f"{prefix}{k}.", v)]
-        value = json.dumps(node) if isinstance(node, (str, list)) else (
-            "null" if node is None else str(node).lower() if isinstance(node, bool) else str(node))
-        return [f"{prefix[:-1]}={value}"]
-
-    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a mapping of benchmark settings")
-    return flatten("", data)
-
-
-def compose_config(overrides: list[str]) -> DictConfig:
-    """Compose ``config.yaml`` with ``overrides``; raise on unknown keys, types or choices."""
     _register()
+    groups = _groups()
+    pairs = [(key, UPSTREAM_KEYS.get(key, key), value) for key, value in pairs]
+    picks = [f"{ours}={value}" for _, ours, value in pairs if ours in groups]
+    overrides = [*overrides, *picks]
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
+        cfg = compose(config_name="config", overrides=overrides)
+    if config_file is not None:
+        keys = [o.key_or_group for o in OverridesParser.create().parse_overrides(overrides)]
+        cfg = OmegaConf.merge(cfg, _drop(load_settings(config_file), keys))
+    for given, ours, value in pairs:
+        if ours in groups:
+            continue
+        if OmegaConf.select(cfg, ours, default=_ABSENT) is _ABSENT:
+            raise ConfigError(f"--override {given}: no such benchmark setting; use a key from "
+                              "docs/benchmark.md (upstream aorta's names are mapped where they "
+                              "mean the same)")
+        OmegaConf.update(cfg, ours, upstream_value(value), merge=True)
     check_values(cfg)
     return cfg
 

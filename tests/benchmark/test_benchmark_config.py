@@ -1,4 +1,5 @@
-"""Composition of the benchmark config: groups, typed schema, value checks, output folder."""
+"""Composition of the benchmark config: groups, typed schema, value checks, output folder, and
+upstream's trainer flags ``--config FILE`` and ``--override key=value``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from pathlib import Path
 import pytest
 from hydra.errors import ConfigCompositionException
 
+from aorta_core.benchmark.__main__ import split_argv
 from aorta_core.benchmark.config import ConfigError, compose_config, resolve_output_dir
+
+REPO = Path(__file__).resolve().parents[2]
+#: The path of the reported bug (issue 14): non-ASCII and a backslash, kept as written.
+ODD_DIR = "café/x\\y"
 
 
 def test_defaults_compose_tiny_fsdp():
@@ -63,3 +69,74 @@ def test_output_dir_precedence():
     assert resolve_output_dir(None, "s", env) == Path("/trial/benchmark")
     assert resolve_output_dir(None, "20260101-000000", {}) == Path(
         "aorta_benchmark/20260101-000000")
+
+
+def cli(*argv: str):
+    return compose_config(*split_argv(list(argv)))
+
+
+def test_shipped_default_yaml_is_upstreams_size():
+    cfg = cli("--config", str(REPO / "config/default.yaml"))
+    small = compose_config(["model=small"])
+    assert cfg.model == small.model  # upstream's default model
+    assert (cfg.data.batch_size, cfg.data.sequence_length, cfg.data.sparse_features) == (8, 64, 32)
+    assert (cfg.training.max_steps, cfg.training.warmup_steps, cfg.training.mixed_precision) == (
+        200, 100, "bf16")
+
+
+def test_command_line_wins_over_the_file_and_a_picked_group_drops_its_section(tmp_path):
+    settings = tmp_path / "s.yaml"
+    settings.write_text("model:\n  num_layers: 3\ntraining:\n  max_steps: 7\n  lr: 0.5\n")
+    cfg = cli("--config", str(settings), "training.max_steps=2")
+    assert (cfg.model.num_layers, cfg.training.max_steps, cfg.training.lr) == (3, 2, 0.5)
+    assert cli("--config", str(settings), "model=small").model.num_layers == 8
+
+
+def test_override_groups_all_count_and_upstream_names_map(tmp_path):
+    cfg = cli("--config", str(REPO / "config/default.yaml"),
+              "--override", "training.max_steps=50", "model=tiny", "optimizer.lr=0.001",
+              "--override", "training.batch_size=3", "distributed.mode=ddp",
+              "--override", "optimizer.betas=[0.8, 0.95]", f"training.output_dir={tmp_path}/a b")
+    assert (cfg.training.max_steps, cfg.model.model_dim, cfg.training.lr) == (50, 32, 0.001)
+    assert (cfg.data.batch_size, cfg.parallel.mode) == (3, "ddp")
+    assert list(cfg.training.betas) == [0.8, 0.95] and cfg.output_dir == f"{tmp_path}/a b"
+    assert cli("--override", "training.max_steps=3", "training.max_steps=null").training.max_steps \
+        is None
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--override", "fsdp.sharding_strategy=full_shard"],
+     "--override fsdp.sharding_strategy: no such benchmark setting; use a key from docs/benchmark"),
+    (["--override", "training.max_steps"], "--override training.max_steps: expected key=value"),
+    (["--config"], "--config needs a file, e.g. --config config/default.yaml"),
+    (["--enable-rocm-metrics"], "unknown option --enable-rocm-metrics; the benchmark takes"),
+    (["--config", "/nonexistent.yaml"], "--config /nonexistent.yaml: No such file or directory"),
+])
+def test_bad_flags_are_one_line_naming_the_fix(argv, message):
+    with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.")):
+        cli(*argv)
+
+
+def test_config_file_text_is_kept_as_written(tmp_path, benchmark_runner, tiny):
+    """Issue 14: the file used to be flattened through json.dumps (``caf\\u00e9/x\\\\y``)."""
+    settings = tmp_path / "s.yaml"
+    settings.write_text(f"output_dir: {tmp_path}/{ODD_DIR}\ntraining:\n  max_steps: 1\n",
+                        encoding="utf-8")
+    proc = benchmark_runner(["--config", str(settings), *tiny, "training.max_steps=1"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    saved = (tmp_path / ODD_DIR / "config.yaml").read_text(encoding="utf-8")
+    assert f"output_dir: {tmp_path}/{ODD_DIR}\n" in saved
+    out = tmp_path / "over"
+    proc = benchmark_runner([*tiny, "training.max_steps=1", "--override",
+                             f"training.output_dir={out}/{ODD_DIR}"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / ODD_DIR / "rank_00_metrics.jsonl").is_file()
+
+
+def test_cli_bad_flag_exits_2_with_one_line(benchmark_runner):
+    proc = benchmark_runner(["--override", "dataloader.num_workers=4"])
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "aorta benchmark: bad config: --override dataloader.num_workers: no such benchmark "
+        "setting; use a key from docs/benchmark.md (upstream aorta's names are mapped where "
+        "they mean the same)"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import need
 from reports.report_helpers import H200_JSONL, HATCHET, aorta
 
 from aorta_core.reports.figures import find_browser
@@ -20,24 +21,38 @@ def _sweep(root: Path, name: str, *args: str, env: dict | None = None) -> Path:
     return out
 
 
+#: A payload that reports ``step_ms`` = base + trial index through ``$AORTA_METRICS_PATH``, so
+#: ``workload_step_ms`` is the same on every machine and under any load.
+STEP_MS = ("import json, os; json.dump({{'step_ms': {base} + int(os.environ['AORTA_TRIAL'])}}, "
+           "open(os.environ['AORTA_METRICS_PATH'], 'w'))")
+
+
 @pytest.fixture(scope="session")
 def sweeps(tmp_path_factory) -> dict[str, Path]:
-    """fast/slow: 3 trials of sleep 0.05 s / 0.2 s; broken: the same cell failing; proton: a
-    real Proton collector sweep whose workload drops a real .hatchet into its artifact folder."""
+    """fast/slow: 3 trials reporting workload_step_ms 10, 11, 12 / 40, 41, 42; broken: the same
+    cell failing. Their wall times are real but no test compares them."""
     root = tmp_path_factory.mktemp("sweeps")
     py = sys.executable
-    copy = f"import os, shutil; shutil.copy({str(HATCHET)!r}, os.environ['AORTA_PROTON_DIR'])"
     return {
         "fast": _sweep(root, "fast", "sweep=repeat", "trials=3", "--", py, "-c",
-                       "import time; time.sleep(0.05)"),
+                       STEP_MS.format(base=10)),
         "slow": _sweep(root, "slow", "sweep=repeat", "trials=3", "--", py, "-c",
-                       "import time; time.sleep(0.2)"),
+                       STEP_MS.format(base=40)),
         "broken": _sweep(root, "broken", "sweep=repeat", "trials=2", "--", py, "-c",
                          "raise SystemExit(3)"),
-        "proton": _sweep(root, "proton", "sweep=repeat", "trials=2", "collector=proton",
-                         "collector.proton.mode=env", "--", py, "-c", copy,
-                         env={"AORTA_PROTON_PYTHON": py}),
     }
+
+
+@pytest.fixture(scope="session")
+def proton_sweep(tmp_path_factory) -> Path:
+    """A real Proton collector sweep whose workload drops a real .hatchet into its artifact
+    folder (env mode still checks the workload's Triton, so it needs Triton installed)."""
+    need("triton")
+    py = sys.executable
+    copy = f"import os, shutil; shutil.copy({str(HATCHET)!r}, os.environ['AORTA_PROTON_DIR'])"
+    return _sweep(tmp_path_factory.mktemp("sweeps"), "proton", "sweep=repeat", "trials=2",
+                  "collector=proton", "collector.proton.mode=env", "--", py, "-c", copy,
+                  env={"AORTA_PROTON_PYTHON": py})
 
 
 @pytest.fixture(scope="session")

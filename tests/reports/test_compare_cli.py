@@ -1,4 +1,8 @@
-"""``aorta compare`` over real sweeps made by the real CLI; the significance test on tables."""
+"""``aorta compare`` over real sweeps made by the real CLI; the significance test on tables.
+
+The sweeps' payloads report a fixed ``workload_step_ms`` per trial (reports/conftest.py), so the
+marks asserted here do not depend on how fast this machine runs.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from reports.report_helpers import aorta
 from aorta_core.reports import significance
 from aorta_core.reports.compare import _mark, higher_is_better
 
+STEP = "workload_step_ms"
+
 
 def _rows(done) -> dict[tuple[str, str], dict]:
     return {(r["cell"], r["metric"]): r for r in json.loads(done.stdout)["rows"]}
@@ -19,24 +25,22 @@ def _rows(done) -> dict[tuple[str, str], dict]:
 
 def test_slower_run_is_marked_worse_and_fails_ci(sweeps, tmp_path):
     done = aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on",
-                 "wall_time_s:20", cwd=tmp_path)
+                 f"{STEP}:20", cwd=tmp_path)
     assert done.returncode == 1
-    row = next(ln for ln in done.stdout.splitlines() if "wall_time_s" in ln)
-    assert row.startswith("| `+` | default | wall_time_s |")
-    assert "wall_time_s: " in done.stderr and "worse (limit 20%)" in done.stderr
+    row = next(ln for ln in done.stdout.splitlines() if STEP in ln)
+    assert row.startswith(f"| `+` | default | {STEP} |")
+    assert f"{STEP}: " in done.stderr and "worse (limit 20%)" in done.stderr
     back = aorta("compare", str(sweeps["slow"]), str(sweeps["fast"]), "--json", "--fail-on",
-                 "wall*:20", cwd=tmp_path)
+                 "workload_*:20", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
-    r = _rows(back)[("default", "wall_time_s")]
-    fast = json.loads((sweeps["fast"] / "matrix.json").read_text())["cells"][0]["wall_time_s"]
-    slow = json.loads((sweeps["slow"] / "matrix.json").read_text())["cells"][0]["wall_time_s"]
+    r = _rows(back)[("default", STEP)]
     assert r["mark"] == "-" and r["n_baseline"] == r["n_candidate"] == 3
-    assert r["baseline"] == approx(slow["median"]) and r["candidate"] == approx(fast["median"])
-    assert r["ratio"] == approx(fast["median"] / slow["median"]) and r["p_value"] < 0.05
+    assert (r["baseline"], r["candidate"]) == (41.0, 11.0)  # medians of 40-42 and 10-12
+    assert r["ratio"] == approx(11 / 41) and r["p_value"] < 0.05
 
 
-def test_same_run_is_unchanged(sweeps, tmp_path):
-    done = aorta("compare", str(sweeps["proton"]), str(sweeps["proton"]), "--json", cwd=tmp_path)
+def test_same_run_is_unchanged(proton_sweep, tmp_path):
+    done = aorta("compare", str(proton_sweep), str(proton_sweep), "--json", cwd=tmp_path)
     rows = _rows(done)
     assert {r["mark"] for r in rows.values()} == {" "}
     assert {m for _, m in rows} >= {"proton_gpu_time_ms", "proton_kernel_count", "wall_time_s"}
@@ -45,11 +49,11 @@ def test_same_run_is_unchanged(sweeps, tmp_path):
 
 def test_newly_failing_and_fixed(sweeps, tmp_path):
     done = aorta("compare", str(sweeps["fast"]), str(sweeps["broken"]), "--fail-on",
-                 "wall_time_s:50", cwd=tmp_path)
+                 f"{STEP}:50", cwd=tmp_path)
     assert done.returncode == 1 and "newly failing" in done.stderr
-    assert "| `!` | default | wall_time_s |" in done.stdout
+    assert f"| `!` | default | {STEP} |" in done.stdout
     fixed = aorta("compare", str(sweeps["broken"]), str(sweeps["fast"]), cwd=tmp_path)
-    assert fixed.returncode == 0 and "| `*` | default | wall_time_s |" in fixed.stdout
+    assert fixed.returncode == 0 and f"| `*` | default | {STEP} |" in fixed.stdout
 
 
 def test_other_environment_is_not_comparable(sweeps, tmp_path):
@@ -60,24 +64,24 @@ def test_other_environment_is_not_comparable(sweeps, tmp_path):
     matrix["environments"][0]["gpus"] = [{"vendor": "nvidia", "name": "NVIDIA H200",
                                          "driver": "580.159.04"}]
     (other / "matrix.json").write_text(json.dumps(matrix))
-    done = aorta("compare", str(sweeps["fast"]), str(other), "--fail-on", "wall_time_s:5",
+    done = aorta("compare", str(sweeps["fast"]), str(other), "--fail-on", f"{STEP}:5",
                  cwd=tmp_path)
     assert done.returncode == 1
-    assert "| `x` | default | wall_time_s |" in done.stdout
+    assert f"| `x` | default | {STEP} |" in done.stdout
     assert "- torch: 2.13.0+cpu vs 2.99.0" in done.stdout and "- GPU: none vs NVIDIA H200" in (
         done.stdout)
     assert "runs are not comparable, cannot check" in done.stderr
     forced = aorta("compare", str(sweeps["fast"]), str(other), "--allow-env-mismatch",
                    cwd=tmp_path)
-    assert "| `+` | default | wall_time_s |" in forced.stdout
+    assert f"| `+` | default | {STEP} |" in forced.stdout
 
 
 def test_bad_arguments_are_one_line_errors(sweeps, tmp_path):
     for args, message in (
         ([str(tmp_path), str(sweeps["fast"])], "no readable matrix.json"),
         ([str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on", "typo_ms:5"],
-         "--fail-on typo_ms: no such metric in either run (metrics: wall_time_s)"),
-        ([str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on", "wall_time_s"],
+         f"--fail-on typo_ms: no such metric in either run (metrics: wall_time_s, {STEP})"),
+        ([str(sweeps["fast"]), str(sweeps["slow"]), "--fail-on", STEP],
          "expected <metric>:<percent>"),
     ):
         done = aorta("compare", *args, cwd=tmp_path, check=False)

@@ -35,7 +35,7 @@ def _check(browser: str, page: Path, tmp_path: Path) -> None:
     assert not errors, errors
 
 
-def test_pages_render_in_chromium(browser, sweeps, tmp_path):
+def test_pages_render_in_chromium(browser, sweeps, proton_sweep, tmp_path):
     upstream = FIXTURES / "upstream_shaped"
     aorta("report", "overlap", "--log-dir", str(upstream / "ddp"), "--label", "ddp",
           "--log-dir", str(upstream / "fsdp"), "--label", "fsdp", "--output",
@@ -43,7 +43,7 @@ def test_pages_render_in_chromium(browser, sweeps, tmp_path):
     aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--html",
           str(tmp_path / "compare.html"), "--no-png", cwd=tmp_path)
     pages = [tmp_path / "overlap/report.html", tmp_path / "compare.html",
-             write_sweep_report(sweeps["proton"], pngs=False)]
+             write_sweep_report(proton_sweep, pngs=False)]
     for page in pages:
         _check(browser, page, tmp_path)
 

@@ -6,13 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-import orjson
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from pytest import approx
 from reports.report_helpers import FIXTURES, aorta
 
-from aorta_core.reports.overlap import _row, build_report
+from aorta_core.reports.overlap import build_report
 
 UPSTREAM = FIXTURES / "upstream_shaped"
 KEYS = ("count", "mean_loss", "mean_overlap_ms", "mean_compute_ms",
@@ -130,30 +127,3 @@ def test_no_data_at_all_exits_1(tmp_path):
                  str(tmp_path / "out"), "--no-png", cwd=tmp_path)
     assert done.returncode == 1
     assert "no iteration records found" in done.stderr
-
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["profile", "overlap", "overlap_ms", "per_stream_ms", "compute",
-                         "compute_comm", "loss", "global_step", "x"]), inner, max_size=4),
-    max_leaves=20)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["profile", "loss", "global_step", "epoch", "rank"]),
-                       json_values, max_size=5))
-def test_any_json_object_becomes_a_row(payload):
-    row = _row(orjson.loads(orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
-                            if _finite(payload) else b"{}"))
-    assert row["has_overlap"] in (True, False)
-    for key in ("overlap_ms", "compute_ms"):
-        assert row[key] is None or isinstance(row[key], float)
-
-
-def _finite(value) -> bool:
-    try:
-        orjson.dumps(value)
-    except TypeError:
-        return False
-    return True

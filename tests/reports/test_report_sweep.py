@@ -18,8 +18,8 @@ def _links(page: str) -> list[str]:
     return [unquote(h) for h in re.findall(r'href="([^"]+)"', page)]
 
 
-def test_report_of_a_real_proton_sweep(sweeps):
-    out = sweeps["proton"]
+def test_report_of_a_real_proton_sweep(proton_sweep):
+    out = proton_sweep
     path = write_sweep_report(out, pngs=False)
     page = path.read_text()
     matrix = json.loads((out / "matrix.json").read_text())
@@ -82,9 +82,9 @@ def test_pngs_or_one_line_saying_why(sweeps, tmp_path):
     assert "apt-get install -y chromium" in lines[0]
 
 
-def test_pngs_written_when_chromium_is_there(sweeps, tmp_path, browser):
+def test_pngs_written_when_chromium_is_there(browser, proton_sweep, tmp_path):
     out = tmp_path / "png"
-    shutil.copytree(sweeps["proton"], out)
+    shutil.copytree(proton_sweep, out)
     write_sweep_report(out, pngs=True)
     pngs = sorted(p.name for p in (out / "report_png").glob("*.png"))
     assert "kernels_proton.png" in pngs and "spread_wall_time_s.png" in pngs

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from needs import needs
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -45,6 +47,7 @@ def test_unknown_option_key_is_rejected_by_the_schema(tmp_path):
     assert "Key 'backned' not in 'ProtonOptions'" in done.stdout + done.stderr
 
 
+@needs("triton")
 def test_cli_mode_runs_the_runner_and_cpu_only_triton_fails_the_trial(tmp_path):
     script = tmp_path / "payload.py"
     script.write_text("print('payload ran')\n")
@@ -74,6 +77,7 @@ def test_unwrappable_launch_is_a_setup_error_naming_mode_env(tmp_path):
     assert "interpreter option '-c'" in record["error"] and "mode: env" in record["error"]
 
 
+@needs("triton")
 def test_env_mode_exports_the_variables_and_leaves_argv(tmp_path):
     script = tmp_path / "payload.py"
     script.write_text(

@@ -14,8 +14,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from needs import need
 
-pytest.importorskip("triton.profiler", reason="the runner drives Triton's Proton")
+need("triton.profiler")  # the runner drives Triton's Proton
 
 DISABLED = {**os.environ, "TRITON_PROTON_DISABLE": "1"}
 

@@ -16,10 +16,13 @@ from pathlib import Path
 import pytest
 from aorta_proton import plugin
 from aorta_proton.options import ProtonOptions
+from needs import needs
 
 from aorta_core import Launch, SetupError
 
 PY = sys.executable
+#: Tests whose workload interpreter is this venv's Python, whose Triton the wrap checks.
+needs_triton = needs("triton")
 
 
 def launch(*argv: str, **env: str) -> Launch:
@@ -43,12 +46,14 @@ def standin_python(folder: Path, triton: str, runner: bool = True) -> str:
 RUN = [PY, "-m", "aorta_proton.cli_runner"]
 
 
+@needs_triton
 def test_default_cli_golden_argv(tmp_path):
     out = wrap(launch(PY, "train.py", "--lr", "0.1"), tmp_path)
     name = str(tmp_path / "proton")
     assert out.argv == (*RUN, "-n", name, "-c", "shadow", "-d", "tree", "train.py", "--lr", "0.1")
 
 
+@needs_triton
 @pytest.mark.parametrize(
     ("options", "flags"),
     [
@@ -71,6 +76,7 @@ def test_every_option_renders_its_flag(tmp_path, options, flags):
     assert out.argv == (*RUN, "-n", str(tmp_path / "proton"), *flags, "k.py")
 
 
+@needs_triton
 @pytest.mark.parametrize(
     ("argv", "front", "target"),
     [
@@ -138,6 +144,7 @@ def test_aorta_proton_python_overrides_the_launch_interpreter(tmp_path):
     assert out.env["AORTA_PROTON_PYTHON"] == python
 
 
+@needs_triton
 def test_env_mode_leaves_argv_and_exports_the_bundle(tmp_path):
     out = wrap(launch("torchrun", "x.py", AORTA_PROTON_PYTHON=PY), tmp_path, mode="env")
     assert out.argv == ("torchrun", "x.py")
@@ -150,6 +157,7 @@ def test_env_mode_leaves_argv_and_exports_the_bundle(tmp_path):
     }
 
 
+@needs_triton
 def test_env_mode_optional_variables_and_stale_ones_dropped(tmp_path):
     stale = launch(PY, "x.py", AORTA_PROTON_BACKEND="roctracer", AORTA_PROTON_MODE="old")
     out = wrap(
@@ -162,6 +170,7 @@ def test_env_mode_optional_variables_and_stale_ones_dropped(tmp_path):
     assert "AORTA_PROTON_BACKEND" not in auto.env and "AORTA_PROTON_MODE" not in auto.env
 
 
+@needs_triton
 def test_cli_mode_drops_stale_payload_variables(tmp_path):
     out = wrap(launch(PY, "x.py", AORTA_PROTON_NAME="/old/proton"), tmp_path)
     assert "AORTA_PROTON_NAME" not in out.env
@@ -227,6 +236,7 @@ def test_broken_interpreter_is_a_setup_error(tmp_path):
         wrap(launch(missing, "x.py"), tmp_path)
 
 
+@needs_triton
 def test_real_interpreter_probe_reads_installed_triton():
     from aorta_proton.triton_version import probe
 
@@ -282,6 +292,7 @@ def test_amd_queue_tracers_get_rocr_visible_devices(tmp_path, options, env, expe
         assert key not in out.env
 
 
+@needs_triton
 @pytest.mark.parametrize(
     ("options", "env"),
     [
@@ -299,6 +310,7 @@ def test_no_translation_for_cupti_instrumentation_or_nvidia_auto(tmp_path, optio
     assert "ROCR_VISIBLE_DEVICES" not in out.env
 
 
+@needs_triton
 def test_wrap_returns_a_new_launch_and_keeps_cwd(tmp_path):
     original = launch(PY, "x.py", HIP_VISIBLE_DEVICES="0")
     with pytest.warns(UserWarning):

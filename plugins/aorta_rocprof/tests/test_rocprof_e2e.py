@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from aorta_rocprof import plugin
 from aorta_rocprof.options import RocprofOptions
+from needs import need
 
 from aorta_core import Launch
 
@@ -90,7 +90,7 @@ def test_missing_binary_is_a_setup_error_not_an_unprofiled_run(tmp_path):
 
 
 def test_proton_conflict_refused_at_compose_time(tmp_path):
-    pytest.importorskip("aorta_proton", reason="needs the proton collector installed")
+    need("aorta_proton")
     out = tmp_path / "sweep"
     proc = run([sys.executable, "-m", "aorta_core", "sweep=repeat", "collector=[rocprof,proton]",
                 "trials=1", f"output={out}", "--", "true"],

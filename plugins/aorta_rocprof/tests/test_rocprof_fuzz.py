@@ -7,8 +7,10 @@ import warnings
 from pathlib import Path
 
 from aorta_rocprof import plugin
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from needs import need
+
+hypothesis = need("hypothesis")
+st = hypothesis.strategies
 
 HEADERS = {
     "aorta_kernel_stats.csv": '"Name","Calls","TotalDurationNs","AverageNs"',
@@ -26,8 +28,9 @@ cell = st.one_of(
 row = st.lists(cell, min_size=0, max_size=6).map(",".join)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+@hypothesis.settings(max_examples=60, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@hypothesis.given(
     name=st.sampled_from(sorted(HEADERS)),
     keep_header=st.booleans(),
     rows=st.lists(row, max_size=8),

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from aorta_torchprof.overlap import kernel_class
 from aorta_torchprof.parse import parse_dir
+from needs import need
 
-pytest.importorskip("hta.trace_analysis")
+need("hta.trace_analysis")
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "bench_torchprof_parse.py"
 
 
