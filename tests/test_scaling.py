@@ -59,8 +59,9 @@ def test_parallel_cells_never_share_a_device_slot(tmp_path: Path):
 def test_devices_per_cell_larger_than_the_list_is_refused(tmp_path: Path):
     done = run_aorta(["sweep=repeat", "devices=[0]", "devices_per_cell=2",
                       f"output={tmp_path / 'o'}", "--", "true"], cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2  # refused while the config is composed: nothing runs
     assert "devices_per_cell=2 is more than the 1 listed devices" in done.stderr
+    assert not (tmp_path / "o").exists()
 
 
 @needs(SUBMITIT, "aorta_rusage")
