@@ -20,6 +20,7 @@ from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, read_record
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, link
+from aorta_core.reports.timeline import TIMELINE_NAME
 
 REPORT_NAME = "report.html"
 PNG_FOLDER = "report_png"
@@ -180,6 +181,8 @@ def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             for name in record.get("collectors") or {}:
                 if (trial_dir / str(name)).is_dir():
                     files.append(link(f"{name}/", _href(base, str(name)) + "/"))
+            if (trial_dir / TIMELINE_NAME).is_file():
+                files.append(link(TIMELINE_NAME, _href(base, TIMELINE_NAME)))
             verdict = str(record.get("verdict"))
             css = {"pass": "good"}.get(verdict, "bad")
             rows.append([c["cell"], record.get("trial"),
