@@ -372,9 +372,7 @@ def _merge_benchmark(m: _Merge, rank: int, path: Path, iterations: list[RankReco
                                  args=raw(ratios)))
         if it.profile is UNSET:
             continue
-        cuda = it.profile.clock == "cuda_event"
-        if cuda:
-            early_ms = max(early_ms, (t1 - t0) / 1000 - it.profile.total_ms)
+        early_ms = max(early_ms, (t1 - t0) / 1000 - it.profile.total_ms)
         for rg in sorted(it.profile.ranges, key=lambda r: r.start_ms):
             a, b = t0 + rg.start_ms * 1000, t0 + rg.end_ms * 1000
             if keep is not None and not keep(a, b):
@@ -392,8 +390,9 @@ def _merge_benchmark(m: _Merge, rank: int, path: Path, iterations: list[RankReco
                                        **rg.metadata})))
     m.sources.append({"rank": rank, "kind": "benchmark", "file": str(path.relative_to(m.trial)),
                       "events": len(out), "alignment": "time_start_unix_ns",
-                      # CUDA-event ranges hang from the iteration's host start; the start event
-                      # runs on the GPU at most (host step - GPU total) later.
+                      # ranges count from timeline.begin() (a perf_counter read, or a CUDA
+                      # event the GPU runs when it gets there), at most (host step - total_ms)
+                      # after the iteration's host start, where they are hung
                       "error_bound_ms": round(early_ms, 6)})
     return out
 

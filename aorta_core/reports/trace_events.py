@@ -48,16 +48,11 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
     args: msgspec.Raw | UnsetType = UNSET
 
 
-class _Dist(msgspec.Struct, gc=False):
-    rank: int | None = None
-
-
 class TraceDoc(msgspec.Struct, gc=False):
-    """A chrome trace: Kineto (``baseTimeNanoseconds``, ``distributedInfo``) or Proton."""
+    """A chrome trace: Kineto (with ``baseTimeNanoseconds``) or Proton (without)."""
 
     traceEvents: list[Event]
     baseTimeNanoseconds: int | None = None
-    distributedInfo: _Dist | None = None
 
 
 _DECODER = msgspec.json.Decoder(TraceDoc)
@@ -113,7 +108,6 @@ def rank_in_head(path: Path) -> int | None:
 @dataclass
 class _Process:
     pid: int
-    rank: int
     source: int  # position of the source in the rank's lane group
     label: str
     order: tuple[Any, ...]
@@ -144,7 +138,7 @@ class Lanes:
         the sources of a rank, ``order`` the processes of a source)."""
         proc = self._procs.get((rank, source, key))
         if proc is None:
-            proc = _Process(self._new_id(), rank, position, label, order)
+            proc = _Process(self._new_id(), position, label, order)
             self._procs[(rank, source, key)] = proc
         return proc
 
@@ -166,7 +160,8 @@ class Lanes:
                    ) -> list[Event]:
         """The metadata of ``rank``'s lanes, then forget them: our process names and sort
         indexes, default thread names, and the inputs' other ``M`` events (``forwarded``: the
-        process, the input tid or ``None`` for process-level ones, and the event)."""
+        process, the input lane's key as given to :meth:`thread` or ``None`` for process-level
+        ones, and the event)."""
         procs = sorted((p for (r, _, _), p in self._procs.items() if r == rank),
                        key=lambda p: (p.source, p.order, p.pid))
         named = {(p.pid, k) for p, k, e in forwarded if e.name == "thread_name"}
