@@ -43,6 +43,8 @@ class Cell:
     auto: AutoChoice | None = None
     #: Seconds each collector hook may take (``hook_timeout``; None: no limit).
     hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
+    #: Write each trial's merged timeline (``timeline=true``).
+    timeline: bool = False
 
     def trial_dir(self, index: int) -> Path:
         return self.directory / f"trial_{index:03d}"
@@ -171,4 +173,5 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
         fingerprint=_fingerprint(command, env, collectors),
         auto=auto,
         hook_timeout_s=settings.hook_timeout,
+        timeline=settings.timeline,
     )

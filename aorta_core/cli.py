@@ -1,5 +1,5 @@
 """The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse``,
-``report`` and ``compare`` tools.
+``report``, ``compare`` and ``timeline`` tools.
 
 Kept light: polars, plotly and torch are imported only by the subcommands that use them.
 """
@@ -17,7 +17,7 @@ import orjson
 from aorta_core.argv import split_command
 from aorta_core.progress import console, error_line, warning_line
 
-SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare")
+SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "timeline")
 _OUTPUT_KEYS = ("output=", "+output=", "++output=")
 _INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
 
@@ -213,6 +213,61 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
+def cmd_timeline(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
+
+    path = Path(ns.path)
+    if not path.is_dir():
+        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
+                   "output")
+        return 2
+    trials = trial_dirs(path)
+    if ns.output and (path / "cells").is_dir():
+        error_line(f"--output names one file, but {path} is a sweep; each trial gets its own "
+                   "trial_NNN/timeline.json, so leave --output out")
+        return 2
+    selection = Selection(ns.ranks, ns.steps, ns.window)
+    written = 0
+    for trial in trials:
+        try:
+            done = build_timeline(trial, Path(ns.output) if ns.output else None, selection)
+        except OSError as exc:
+            error_line(f"cannot write the timeline of {trial}: {exc}")
+            continue
+        if done is not None:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(done.events.items())) or "none"
+            console().print(f"wrote {done.path} (ranks {', '.join(map(str, done.ranks))}; "
+                            f"events: {counts})")
+            written += 1
+    return 0 if written else 1
+
+
+def _argument(parse):
+    """An argparse ``type`` that turns the parser's ValueError into a usage error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
+
+
+def _add_timeline_parser(sub) -> None:
+    from aorta_core.reports.timeline import parse_ints, parse_window
+
+    t = sub.add_parser("timeline", help="merge a trial's traces into one Perfetto/chrome "
+                                        "trace (every trial of a sweep output)")
+    t.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
+    t.add_argument("--output", help="the file to write for one trial (default "
+                                    "<trial>/timeline.json; .json.gz compresses)")
+    t.add_argument("--ranks", type=_argument(parse_ints), help="ranks to keep, e.g. 0,1 or 0-3")
+    t.add_argument("--steps", type=_argument(parse_ints),
+                   help="ProfilerStep#N / benchmark steps to keep, e.g. 3-5")
+    t.add_argument("--window", type=_argument(parse_window), metavar="START:END",
+                   help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
+    t.set_defaults(func=cmd_timeline)
+
+
 def _add_report_parsers(sub) -> None:
     p = sub.add_parser("report", help="write a report: overlap (benchmark JSONL) or sweep")
     kinds = p.add_subparsers(dest="report", required=True)
@@ -262,6 +317,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="collector options, as in collector.<name>.<key>=<value>")
     p.set_defaults(func=cmd_parse)
     _add_report_parsers(sub)
+    _add_timeline_parser(sub)
     return parser
 
 

@@ -44,6 +44,7 @@ class CoreSettings:
     read_limit_mb: float = DEFAULT_READ_LIMIT_MB
     allow_failures: bool = False
     requires_command: bool = False
+    timeline: bool = False
     env: dict[str, str] = field(default_factory=dict)
     devices: list[str] | None = None
     devices_per_cell: int = 1

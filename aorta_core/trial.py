@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from aorta_core import environment
 from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun
@@ -137,6 +139,14 @@ def _verdict(outcome: ProcessOutcome | None, error: str | None, cell: Cell, stde
     return "pass", None
 
 
+def _write_timeline(trial_dir: Path, started: float, outcome: ProcessOutcome,
+                    collectors: dict[str, CollectorRecord]) -> None:
+    from aorta_core.reports.timeline import write_trial_timeline
+
+    write_trial_timeline(trial_dir, {"started_at_unix": started, "wall_time_s": outcome.wall_time_s,
+                                     "collectors": msgspec.to_builtins(collectors)})
+
+
 def _env_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str | None]:
     changed: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
     changed.update({k: None for k in before if k not in after})
@@ -163,6 +173,8 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
     collectors, metrics = _collect(registry, cell, trial_dir, folders, run, notes)
     metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
     verdict, error = _verdict(outcome, error, cell, stderr)
+    if cell.timeline and outcome is not None:  # before retention prunes the traces
+        _write_timeline(trial_dir, started, outcome, collectors)
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr])
     record = TrialRecord(

@@ -193,7 +193,7 @@ def _measure(kind: str, path: Path) -> dict:
     t0 = time.perf_counter()
     _import(kind)
     t0, import_s = time.perf_counter(), time.perf_counter() - t0
-    rss_before = _status_bytes("VmRSS")
+    rss_before = status_bytes("VmRSS")
     extra: dict = {"import_s": import_s}
     if kind == "ours":
         from aorta_torchprof.parse import parse_dir
@@ -216,12 +216,12 @@ def _measure(kind: str, path: Path) -> dict:
         frame = analysis.get_comm_comp_overlap(visualize=False)
         extra = {"comp_comm_overlap_pctg": float(frame["comp_comm_overlap_pctg"].iloc[0])}
     seconds = time.perf_counter() - t0
-    peak = _status_bytes("VmHWM")
+    peak = status_bytes("VmHWM")
     return {"kind": kind, "seconds": seconds, "peak_rss_bytes": peak,
             "peak_added_bytes": peak - rss_before, **extra}
 
 
-def _status_bytes(field: str) -> int:
+def status_bytes(field: str) -> int:
     """``VmHWM`` (peak RSS; reset by exec, unlike ``ru_maxrss``, which a child inherits from
     the parent that generated the trace) or ``VmRSS`` of this process, in bytes."""
     try:

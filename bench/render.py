@@ -23,6 +23,9 @@ TARGETS = {
                        "name/cat/ph/ts/dur, >= 30x faster than HTA, peak memory <= 2.5x file size "
                        "(`ours_peak_vs_file`: the whole process, libraries preloaded; "
                        "`ours_peak_added_vs_file`: what the parse adds)",
+    "timeline": "8-rank 1.3 GB capture merged by `aorta timeline`: peak memory the merge adds "
+                "<= 1.5x holding one rank's decoded trace, holding all ranks >= 4x the merge's, "
+                "time <= 4x a typed msgspec decode of name/cat/ph/ts/dur of every rank",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
     "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
                      "<= 2 % step time",

@@ -67,17 +67,18 @@ def compute_overlap(ranges: Iterable[Range], total_ms: float) -> Overlap:
     )
 
 
+def merged(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of intervals, as sorted disjoint intervals (touching ones join)."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
 def comm_union_ms(ranges: Iterable[Range]) -> float:
     """Length of the union of all communication intervals (HTA's denominator)."""
-    spans = sorted((r.start_ms, r.end_ms) for r in ranges if r.kind in COMM_KINDS)
-    total, cur_start, cur_end = 0.0, None, None
-    for start, end in spans:
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
+    spans = merged((r.start_ms, r.end_ms) for r in ranges if r.kind in COMM_KINDS)
+    return sum(end - start for start, end in spans)

@@ -20,6 +20,7 @@ from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, link
+from aorta_core.reports.timeline import TIMELINE_NAME
 
 REPORT_NAME = "report.html"
 PNG_FOLDER = "report_png"
@@ -181,6 +182,8 @@ def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             for name in record.collectors:
                 if (trial_dir / name).is_dir():
                     files.append(link(f"{name}/", _href(base, name) + "/"))
+            if (trial_dir / TIMELINE_NAME).is_file():
+                files.append(link(TIMELINE_NAME, _href(base, TIMELINE_NAME)))
             css = {"pass": "good"}.get(record.verdict, "bad")
             rows.append([c["cell"], record.trial,
                          Markup(f"<span class={css}>{html.escape(record.verdict)}</span>"),

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aorta_core.reports.trace_events import read_bytes
 from aorta_torchprof.overlap import overlap
-from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, Trace, decode, read_bytes
+from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, Trace, decode
 
 if TYPE_CHECKING:
     import polars as pl

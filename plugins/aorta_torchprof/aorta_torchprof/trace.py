@@ -7,13 +7,13 @@ carry unexpected types falls back to a tolerant generic decode. ``ts``/``dur`` a
 
 from __future__ import annotations
 
-import gzip
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from aorta_core.reports.trace_events import rank_from_name
 
 #: Event categories that run on a device lane (HTA: events with a stream); compared as
 #: written, lowercase in Kineto, capitalised in some older traces.
@@ -23,7 +23,6 @@ GPU_CATS = frozenset(
     for c in (base, base.capitalize())
 )
 NO_CORRELATION = -1
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -75,12 +74,6 @@ class Trace:
     events: list[Any] = field(default_factory=list)
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's JSON bytes, gunzipped when the name ends in ``.gz``."""
-    data = path.read_bytes()
-    return gzip.decompress(data) if path.name.endswith(".gz") else data
-
-
 def decode(path: Path, data: bytes, full: bool = False) -> Trace:
     """Decode a trace's bytes (``full``: with lanes and correlations); ``ValueError`` when it
     is not a Kineto trace."""
@@ -93,15 +86,6 @@ def decode(path: Path, data: bytes, full: bool = False) -> Trace:
     except msgspec.DecodeError as exc:
         raise ValueError(f"not valid JSON: {exc}") from exc
     return Trace(path, dist_rank if dist_rank is not None else rank_from_name(path), events)
-
-
-def rank_from_name(path: Path) -> int:
-    """``rank<R>`` in the file name, else in a parent folder name, else 0."""
-    for part in (path.name, *reversed(path.parent.parts)):
-        found = _RANK_IN_NAME.search(part)
-        if found:
-            return int(found.group(1))
-    return 0
 
 
 def _tolerant(data: bytes) -> tuple[int | None, list[_FullEvent]]:

@@ -1,0 +1,232 @@
+"""Trace Event Format in and out: read Kineto/Proton chrome traces, stream one merged file.
+
+Events decode into one typed msgspec Struct whose ``args`` stay raw JSON bytes, so a merge
+re-emits them without building a dict per event; the writer encodes events as they come, so a
+merge holds one rank's events at a time, never the whole output. Output ids are namespaced
+(:class:`Lanes`): ranks and sources reuse pids, tids and flow ids, and Perfetto would otherwise
+join unrelated lanes and arrows.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import orjson
+from msgspec import UNSET, UnsetType
+
+_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+_RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
+_HEAD_BYTES = 1 << 16
+#: Flow ids of one input file are shifted into their own block of this size.
+_FLOW_BLOCK = 1 << 32
+#: The process metadata an output lane gets from us; any other ``M`` event is forwarded.
+_OURS = frozenset({"process_name", "process_sort_index"})
+
+
+class Event(msgspec.Struct, omit_defaults=True, gc=False):
+    """One trace event; fields absent in the input stay absent in the output."""
+
+    ph: str = ""
+    name: str | UnsetType = UNSET
+    cat: str | UnsetType = UNSET
+    ts: float | UnsetType = UNSET
+    dur: float | UnsetType = UNSET
+    pid: int | str | UnsetType = UNSET
+    tid: int | str | UnsetType = UNSET
+    id: int | str | UnsetType = UNSET
+    bp: str | UnsetType = UNSET
+    s: str | UnsetType = UNSET
+    cname: str | UnsetType = UNSET
+    args: msgspec.Raw | UnsetType = UNSET
+
+
+class TraceDoc(msgspec.Struct, gc=False):
+    """A chrome trace: Kineto (with ``baseTimeNanoseconds``) or Proton (without)."""
+
+    traceEvents: list[Event]
+    baseTimeNanoseconds: int | None = None
+
+
+_DECODER = msgspec.json.Decoder(TraceDoc)
+_ENCODER = msgspec.json.Encoder()
+
+
+def raw(obj: Any) -> msgspec.Raw:
+    """``args`` of an event we make."""
+    return msgspec.Raw(orjson.dumps(obj))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's JSON bytes, gunzipped when the name ends in ``.gz``."""
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+def read_trace(path: Path) -> TraceDoc:
+    """Decode a chrome trace; ``ValueError`` with a one-line reason when it is not one."""
+    try:
+        return _DECODER.decode(read_bytes(path))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"unreadable ({exc})") from exc
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"not a chrome trace ({exc})") from exc
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from exc
+
+
+def rank_from_name(path: Path) -> int:
+    """``rank<R>`` (also ``rank_<R>``, ``rank-<R>``) in the file name, else in a parent
+    folder's name, else 0."""
+    for part in (path.name, *reversed(path.parent.parts)):
+        found = _RANK_IN_NAME.search(part)
+        if found:
+            return int(found.group(1))
+    return 0
+
+
+def rank_in_head(path: Path) -> int | None:
+    """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
+    the events), so a file's rank is known without decoding it all."""
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return None
+    found = _RANK_IN_HEAD.search(head)
+    return int(found.group(1)) if found else None
+
+
+@dataclass
+class _Process:
+    pid: int
+    source: int  # position of the source in the rank's lane group
+    label: str
+    order: tuple[Any, ...]
+    threads: dict[Any, int] = field(default_factory=dict)
+    thread_names: dict[Any, str] = field(default_factory=dict)
+
+
+class Lanes:
+    """Output pids and tids unique over the whole file: one process per (rank, source, input
+    pid), one thread per input tid of it; one block of flow ids per input file.
+
+    Process names start with ``rank <R>`` and sort indexes order ranks, then sources, so each
+    rank's lanes stay together in Perfetto and chrome://tracing.
+    """
+
+    def __init__(self) -> None:
+        self._next_id = 1
+        self._next_flow_block = 1
+        self._procs: dict[tuple[int, str, Any], _Process] = {}
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def process(self, rank: int, source: str, position: int, key: Any, label: str,
+                order: tuple[Any, ...] = ()) -> _Process:
+        """The output process of input process ``key`` of ``source`` (``position`` orders
+        the sources of a rank, ``order`` the processes of a source)."""
+        proc = self._procs.get((rank, source, key))
+        if proc is None:
+            proc = _Process(self._new_id(), position, label, order)
+            self._procs[(rank, source, key)] = proc
+        return proc
+
+    def thread(self, proc: _Process, key: Any, name: str | None = None) -> int:
+        """The output tid of input tid ``key``; ``name`` labels it unless the input does."""
+        tid = proc.threads.get(key)
+        if tid is None:
+            tid = proc.threads[key] = self._new_id()
+            if name is not None:
+                proc.thread_names[key] = name
+        return tid
+
+    def flow_block(self) -> int:
+        """The offset of a fresh block of flow ids (one per input file)."""
+        self._next_flow_block += 1
+        return (self._next_flow_block - 1) * _FLOW_BLOCK
+
+    def close_rank(self, rank: int, forwarded: Sequence[tuple[_Process, Any, Event]] = ()
+                   ) -> list[Event]:
+        """The metadata of ``rank``'s lanes, then forget them: our process names and sort
+        indexes, default thread names, and the inputs' other ``M`` events (``forwarded``: the
+        process, the input lane's key as given to :meth:`thread` or ``None`` for process-level
+        ones, and the event)."""
+        procs = sorted((p for (r, _, _), p in self._procs.items() if r == rank),
+                       key=lambda p: (p.source, p.order, p.pid))
+        named = {(p.pid, k) for p, k, e in forwarded if e.name == "thread_name"}
+        out: list[Event] = []
+        for index, proc in enumerate(procs):
+            out.append(Event(ph="M", name="process_name", pid=proc.pid, tid=0,
+                             args=raw({"name": f"rank {rank} · {proc.label}"})))
+            out.append(Event(ph="M", name="process_sort_index", pid=proc.pid, tid=0,
+                             args=raw({"sort_index": rank * 1000 + index})))
+            for key, name in proc.thread_names.items():
+                if (proc.pid, key) not in named:
+                    out.append(Event(ph="M", name="thread_name", pid=proc.pid,
+                                     tid=proc.threads[key], args=raw({"name": name})))
+        seen = set()
+        for proc, key, event in forwarded:
+            tid = 0 if key is None else proc.threads.get(key)
+            args = bytes(event.args) if event.args is not UNSET else b""
+            if event.name in _OURS or tid is None or (proc.pid, tid, event.name, args) in seen:
+                continue  # ours, a lane without events, or the same line from another cycle
+            seen.add((proc.pid, tid, event.name, args))
+            event.pid, event.tid, event.ts = proc.pid, tid, UNSET
+            out.append(event)
+        self._procs = {k: p for k, p in self._procs.items() if k[0] != rank}
+        return out
+
+
+class TraceWriter:
+    """Writes ``{"traceEvents": [...], <extra keys>}`` as events come; gzip when the name ends
+    in ``.gz``. Written to a temp file and renamed on :meth:`close`, so a reader never sees half
+    a file; an exception inside ``with`` removes the temp file."""
+
+    BATCH = 100_000
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.count = 0
+        self._tmp = path.with_name(f".{path.name}.tmp")
+        # closed by close() or abort(): the file outlives this call
+        opener = gzip.open if path.name.endswith(".gz") else open
+        self._fh = opener(self._tmp, "wb")
+        self._fh.write(b'{"traceEvents":[\n')
+
+    def write(self, events: Sequence[Event]) -> None:
+        for start in range(0, len(events), self.BATCH):
+            batch = events[start:start + self.BATCH]
+            if self.count:
+                self._fh.write(b",\n")
+            self._fh.write(_ENCODER.encode(batch)[1:-1])
+            self.count += len(batch)
+
+    def close(self, extra: dict[str, Any]) -> None:
+        self._fh.write(b"\n]")
+        for key, value in extra.items():
+            self._fh.write(b"," + orjson.dumps(key) + b":" + orjson.dumps(value))
+        self._fh.write(b"}\n")
+        self._fh.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._fh.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        if kind is not None:
+            self.abort()

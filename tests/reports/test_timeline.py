@@ -1,0 +1,325 @@
+"""``aorta timeline`` on a real 2-rank gloo benchmark sweep (torchprof in env mode, CPU)."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from reports.report_helpers import aorta
+
+from aorta_core.reports.timeline import (
+    KINETO_BOUND_MS,
+    Selection,
+    build_timeline,
+    write_trial_timeline,
+)
+
+STEPS = 6
+
+
+@pytest.fixture(scope="module")
+def gloo_trial(tmp_path_factory) -> Path:
+    """One trial of the built-in benchmark, 2 gloo ranks, torchprof in env mode (schedule wait 1,
+    warmup 1, active 3: ProfilerStep#2-#4 in each rank's trace)."""
+    out = tmp_path_factory.mktemp("gloo") / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "collector=torchprof",
+                 "collector.torchprof.mode=env", "workload.nproc=2", f"workload.steps={STEPS}",
+                 cwd=out.parent, env={"OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return next(out.glob("cells/*/trial_000"))
+
+
+def _copy(trial: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "trial_000"
+    shutil.copytree(trial, copy, ignore=shutil.ignore_patterns("timeline.json*"))
+    return copy
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _processes(doc: dict) -> dict[int, str]:
+    return {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+            if e["ph"] == "M" and e["name"] == "process_name"}
+
+
+def _by_rank(doc: dict) -> dict[int, list[dict]]:
+    """Non-metadata events per rank, each with ``kind`` (benchmark, Kineto, Proton) added from
+    its process's name (``rank <R> · <kind> ...``)."""
+    names = _processes(doc)
+    out = defaultdict(list)
+    for ev in doc["traceEvents"]:
+        if ev["ph"] != "M":
+            rank, _, kind = names[ev["pid"]][len("rank "):].partition(" · ")
+            out[int(rank)].append({**ev, "kind": kind.split()[0]})
+    return out
+
+
+def _inputs(trial: Path, rank: int) -> tuple[dict, list[dict]]:
+    trace = _load(next((trial / "torchprof").glob(f"rank{rank}/*.json")))
+    lines = (trial / "benchmark" / f"rank_{rank:02d}_metrics.jsonl").read_text().splitlines()
+    return trace, [json.loads(line) for line in lines]
+
+
+def _benchmark_events(iterations: list[dict]) -> int:
+    """One slice and one step-time counter per iteration, one slice per timed range (CPU: no
+    overlap counter)."""
+    return sum(2 + len(it["profile"]["ranges"]) for it in iterations)
+
+
+def test_every_rank_and_source_on_one_clock(gloo_trial, tmp_path):
+    trial = _copy(gloo_trial, tmp_path)
+    path = write_trial_timeline(trial)
+    assert path == trial / "timeline.json"
+    doc = _load(path)
+    meta = doc["otherData"]
+    record = _load(trial / "record.json")
+    assert meta["origin"] == "record started_at_unix"
+    assert meta["origin_unix_ns"] == int(record["started_at_unix"] * 1e9)
+    assert doc["baseTimeNanoseconds"] == meta["origin_unix_ns"]
+    names = _processes(doc)
+    for rank in (0, 1):
+        lanes = sorted(n for n in names.values() if n.startswith(f"rank {rank} · "))
+        assert f"rank {rank} · benchmark" in lanes
+        assert any(n.startswith(f"rank {rank} · Kineto CPU (pid ") for n in lanes), lanes
+    # pids and tids are namespaced: no tid is shared by two processes, no pid by two ranks
+    lanes = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] != "M"}
+    assert len({tid for _, tid in lanes}) == len(lanes)
+    events = _by_rank(doc)
+    for rank in (0, 1):
+        trace, iterations = _inputs(trial, rank)
+        kineto = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
+        mine = Counter(e["kind"] for e in events[rank])
+        assert mine["Kineto"] == len(kineto)
+        assert mine["benchmark"] == _benchmark_events(iterations)
+        by_kind = {s["kind"]: s["events"] for s in meta["sources"] if s["rank"] == rank}
+        assert by_kind == {"kineto": len(kineto), "benchmark": _benchmark_events(iterations)}
+        # the args of Kineto events come through unchanged
+        first_op = next(e for e in kineto if e.get("cat") == "cpu_op")
+        same = [e for e in events[rank] if e.get("cat") == "cpu_op"
+                and e["name"] == first_op["name"] and e.get("args") == first_op.get("args")]
+        assert same
+    # flow arrows stay paired and never cross ranks
+    flows = {r: Counter((e["cat"], e["id"], e["ph"]) for e in evs if e["ph"] in "sf")
+             for r, evs in events.items()}
+    ids = [{i for _, i, _ in f} for f in flows.values()]
+    assert ids[0] and not ids[0] & ids[1]
+    assert all(ev["ts"] >= 0 for evs in events.values() for ev in evs)
+
+
+def test_each_iteration_lies_inside_its_profiler_step(gloo_trial, tmp_path):
+    """The benchmark calls prof.step() after writing an iteration's line, so ProfilerStep#N
+    (Kineto's clock) encloses iteration N (time.time_ns()): a check of the two clocks."""
+    doc = _load(build_timeline(_copy(gloo_trial, tmp_path)).path)
+    tolerance = KINETO_BOUND_MS * 1000
+    checked = 0
+    for rank, evs in _by_rank(doc).items():
+        steps = {int(e["name"].split("#")[1]): e for e in evs
+                 if e["name"].startswith("ProfilerStep#") and e.get("cat") == "user_annotation"}
+        iterations = {int(e["name"].split()[1]): e for e in evs
+                      if e["name"].startswith("iteration ")}
+        assert len(iterations) == STEPS and sorted(steps) == [2, 3, 4]
+        for n, step in steps.items():
+            it = iterations[n]
+            assert step["ts"] - tolerance <= it["ts"]
+            assert it["ts"] + it["dur"] <= step["ts"] + step["dur"] + tolerance
+            checked += 1
+        check = next(c for c in doc["otherData"]["clock_checks"] if c["rank"] == rank)
+        low, high = check["kineto_minus_wall_us"]
+        assert check["steps"] == 3 and low <= tolerance and high >= -tolerance
+    assert checked == 6
+
+
+def _abs_events(trial: Path, rank: int, origin: int) -> list[tuple[float, float]]:
+    """Every input event's [start, end] in output µs, from the files themselves."""
+    trace = _inputs(trial, rank)[0]
+    base = trace["baseTimeNanoseconds"]
+    out = [((base - origin) / 1000 + e["ts"], (base - origin) / 1000 + e["ts"] + e.get("dur", 0))
+           for e in trace["traceEvents"] if e.get("ph") != "M"]
+    return out
+
+
+def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
+    trial = _copy(gloo_trial, tmp_path)
+    full = _load(build_timeline(trial, tmp_path / "full.json").path)
+    origin = full["otherData"]["origin_unix_ns"]
+
+    one = _load(build_timeline(trial, tmp_path / "r1.json", Selection(ranks=frozenset({1}))).path)
+    assert set(_by_rank(one)) == {1}
+    assert all(n.startswith("rank 1 · ") for n in _processes(one).values())
+
+    step = _load(build_timeline(trial, tmp_path / "s3.json", Selection(steps=frozenset({3}))).path)
+    for rank, evs in _by_rank(step).items():
+        trace, iterations = _inputs(trial, rank)
+        base = trace["baseTimeNanoseconds"]
+        spans = [((base - origin) / 1000 + e["ts"], (base - origin) / 1000 + e["ts"] + e["dur"])
+                 for e in trace["traceEvents"] if e.get("name") == "ProfilerStep#3"]
+        it = next(i for i in iterations if i["global_step"] == 3)
+        spans.append(((it["time_start_unix_ns"] - origin) / 1000,
+                      (it["time_end_unix_ns"] - origin) / 1000))
+        low, high = min(a for a, _ in spans), max(b for _, b in spans)
+        wanted = [1 for a, b in _abs_events(trial, rank, origin) if a <= high and b >= low]
+        assert Counter(e["kind"] for e in evs)["Kineto"] == len(wanted)
+        assert [e["name"] for e in evs if e["name"].startswith("iteration")] == ["iteration 3"]
+        assert all(e["ts"] <= high + 1e-3 and e["ts"] + e.get("dur", 0) >= low - 1e-3
+                   for e in evs)
+
+    notes: list[str] = []
+    none = build_timeline(trial, tmp_path / "n.json",
+                          Selection(steps=frozenset({99}), window_ms=(0, None)), warn=notes.append)
+    assert none.events == {"benchmark": 0, "kineto": 0}
+    assert notes == [f"rank {r}: nothing in the selection ({{'ranks': None, 'steps': [99], "
+                     f"'window_ms': [0, None]}})" for r in (0, 1)]
+
+    steps = [e for e in _by_rank(full)[0] if e["name"] == "ProfilerStep#3"]
+    low = steps[0]["ts"] / 1000 + 1
+    high = low + 2  # 2 ms inside step 3
+    window = _load(build_timeline(trial, tmp_path / "w.json",
+                                  Selection(window_ms=(low, high))).path)
+    assert window["otherData"]["selection"]["window_ms"] == [low, high]
+    for rank, evs in _by_rank(window).items():
+        wanted = [1 for a, b in _abs_events(trial, rank, origin)
+                  if a <= high * 1000 and b >= low * 1000]
+        assert Counter(e["kind"] for e in evs)["Kineto"] == len(wanted) > 0
+        assert all(e["ts"] <= high * 1000 + 1e-3 and e["ts"] + e.get("dur", 0)
+                   >= low * 1000 - 1e-3 for e in evs)
+
+
+def test_cli_writes_every_trial_and_the_report_links_it(gloo_trial, tmp_path):
+    out = tmp_path / "sweep"
+    shutil.copytree(gloo_trial.parents[2], out)
+    done = aorta("timeline", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    timeline = next(out.glob("cells/*/trial_000/timeline.json"))
+    assert f"wrote {timeline}" in done.stderr.replace("\n", "")
+    assert "kineto" in done.stderr and "benchmark" in done.stderr
+    assert aorta("report", "sweep", str(out), "--no-png", cwd=tmp_path).returncode == 0
+    assert "trial_000/timeline.json\"" in (out / "report.html").read_text()
+    gz = tmp_path / "t.json.gz"
+    done = aorta("timeline", str(timeline.parent), "--output", str(gz), "--ranks", "0",
+                 "--steps", "2-3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(gzip.decompress(gz.read_bytes()))
+    assert doc["otherData"]["selection"] == {"ranks": [0], "steps": [2, 3], "window_ms": None}
+
+
+def test_record_passed_in_before_it_is_written(gloo_trial, tmp_path):
+    """The sweep calls the writer before retention prunes traces, before record.json exists."""
+    trial = _copy(gloo_trial, tmp_path)
+    record = _load(trial / "record.json")
+    (trial / "record.json").unlink()
+    doc = _load(write_trial_timeline(trial, record=record))
+    assert doc["otherData"]["origin"] == "record started_at_unix"
+    (trial / "timeline.json").unlink()
+    doc = _load(write_trial_timeline(trial))  # no record at all: the first iteration
+    assert doc["otherData"]["origin"] == "first benchmark iteration"
+
+
+def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
+    trial = _copy(gloo_trial, tmp_path)
+    broken = next((trial / "torchprof").glob("rank1/*.json"))
+    broken.write_bytes(broken.read_bytes()[:5000])
+    done = aorta("timeline", str(trial), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"aorta: warning: skipping {broken}: not valid JSON" in done.stderr.replace("\n", "")
+    assert "Traceback" not in done.stderr
+    doc = _load(trial / "timeline.json")
+    assert {s["kind"] for s in doc["otherData"]["sources"] if s["rank"] == 1} == {"benchmark"}
+
+    missing = aorta("timeline", str(tmp_path / "nope"), cwd=tmp_path, check=False)
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nothing = aorta("timeline", str(empty), cwd=tmp_path)
+    assert nothing.returncode == 1 and "no Kineto trace" in nothing.stderr
+    sweep = gloo_trial.parents[2]
+    both = aorta("timeline", str(sweep), "--output", "x.json", cwd=tmp_path, check=False)
+    assert both.returncode == 2 and "--output names one file" in both.stderr
+    bad = aorta("timeline", str(trial), "--window", "9:3", cwd=tmp_path, check=False)
+    assert bad.returncode == 2 and "START <= END" in bad.stderr
+
+
+def test_perfetto_shape(gloo_trial, tmp_path):
+    """What Perfetto and chrome://tracing need: int lanes, numeric times, names on every lane,
+    and our own slices never half-overlapping on one lane."""
+    doc = _load(build_timeline(_copy(gloo_trial, tmp_path)).path)
+    named = {(e["pid"], e["tid"]) for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    lanes: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+    for ev in doc["traceEvents"]:
+        assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
+        if ev["ph"] == "M":
+            continue
+        assert isinstance(ev["ts"], float | int)
+        if ev["ph"] == "X":
+            assert ev["dur"] >= 0
+            if ev.get("cat") == "benchmark":
+                lanes[(ev["pid"], ev["tid"])].append((ev["ts"], ev["ts"] + ev["dur"]))
+    benchmark_lanes = set(lanes)
+    assert benchmark_lanes <= named
+    for slices in lanes.values():
+        slices.sort()
+        for (_, end), (start, _) in itertools.pairwise(slices):
+            assert start >= end - 1e-3
+
+
+def test_proton_in_env_mode_hangs_from_the_benchmark_iterations(gloo_trial, tmp_path):
+    """A Proton trace written by the benchmark's rank 0 (env mode) lies inside its iterations:
+    it is centred there, and half the slack is the bound."""
+    trial = _copy(gloo_trial, tmp_path)
+    (trial / "proton").mkdir()
+    kernels = [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 100.0 * i, "dur": 50.0,
+                "tid": 7, "args": {"call_stack": ["ROOT", f"k{i}"]}} for i in range(3)]
+    (trial / "proton" / "proton.chrome_trace").write_text(
+        json.dumps({"displayTimeUnit": "us", "traceEvents": kernels}))
+    record = _load(trial / "record.json")
+    record["collectors"]["proton"] = {"options": {"mode": "env", "data": "trace"}}
+    doc = _load(build_timeline(trial, record=record).path)
+    source = next(s for s in doc["otherData"]["sources"] if s["kind"] == "proton")
+    assert source["rank"] == 0 and source["events"] == 3
+    assert source["alignment"] == "benchmark_iterations"
+    iterations = _inputs(trial, 0)[1]
+    low, high = iterations[0]["time_start_unix_ns"], iterations[-1]["time_end_unix_ns"]
+    slack = high - low - 250_000
+    assert source["first_event_unix_ns"] == low + slack // 2
+    assert source["error_bound_ms"] == pytest.approx(slack / 2e6, abs=1e-6)
+    origin = doc["otherData"]["origin_unix_ns"]
+    placed = sorted(e["ts"] for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    assert placed[0] == pytest.approx((low + slack // 2 - origin) / 1000, abs=1e-3)
+    assert placed[2] - placed[0] == pytest.approx(200.0)
+
+
+def test_benchmark_profiling_block_traces_are_found(tmp_path):
+    """The benchmark's own profiler writes under benchmark/torch_profiler/rank<R>/."""
+    fixture = Path(__file__).resolve().parents[2] / "plugins/aorta_torchprof/tests/fixtures"
+    trial = tmp_path / "trial_000"
+    for rank in (0, 1):
+        folder = trial / "benchmark" / "torch_profiler" / f"rank{rank}"
+        folder.mkdir(parents=True)
+        shutil.copy(fixture / f"cpu_gloo_2rank/rank{rank}.step4.pt.trace.json.gz", folder)
+    done = build_timeline(trial)
+    assert done.ranks == [0, 1] and done.events == {"kineto": 2 * (355 - 12)}
+    doc = _load(done.path)
+    assert doc["otherData"]["origin"] == "first Kineto event of rank 0"
+    assert min(e["ts"] for e in _by_rank(doc)[0]) == 0
+
+
+def test_sweep_without_sources_or_with_unknown_ranks(tmp_path):
+    out = tmp_path / "plain"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "--", sys.executable, "-c", "0",
+                 cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = aorta("timeline", str(out), cwd=tmp_path)
+    assert done.returncode == 1 and "no Kineto trace" in done.stderr
+    assert not list(out.glob("cells/*/trial_000/timeline.json"))
+    assert subprocess.run([sys.executable, "-m", "aorta_core", "--help"], capture_output=True,
+                          text=True).stdout.count("aorta timeline") == 1

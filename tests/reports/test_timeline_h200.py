@@ -1,0 +1,143 @@
+"""``aorta timeline`` on the H200 captures committed as fixtures (Kineto, Proton, benchmark JSONL);
+see plugins/aorta_torchprof/tests/fixtures/PROVENANCE.md and the Proton fixtures' PROVENANCE.md."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+from reports.report_helpers import H200_JSONL, REPO
+
+from aorta_core.reports.timeline import Selection, build_timeline
+
+TORCHPROF = REPO / "plugins/aorta_torchprof/tests/fixtures"
+PROTON = REPO / "plugins/aorta_proton/tests/fixtures/h200"
+
+
+def _trial(tmp_path: Path, fixture: str) -> Path:
+    trial = tmp_path / "trial_000"
+    shutil.copytree(TORCHPROF / fixture, trial)
+    return trial
+
+
+def _input_events(trial: Path) -> tuple[dict, list[dict]]:
+    path = next((trial / "torchprof").rglob("*.json*"))
+    data = path.read_bytes()
+    doc = json.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
+    return doc, [e for e in doc["traceEvents"] if e.get("ph") != "M"]
+
+
+def _names(doc: dict, kind: str) -> dict[tuple[int, int] | int, str]:
+    key = ("pid",) if kind == "process_name" else ("pid", "tid")
+    return {tuple(e[k] for k in key) if len(key) > 1 else e["pid"]: e["args"]["name"]
+            for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == kind}
+
+
+def test_benchmark_trace_lanes_counts_and_clock(tmp_path):
+    """FSDP benchmark, 1 rank, bf16 on the H200: 2124 kernels, 774 memcpys, 48 memsets."""
+    trial = _trial(tmp_path, "cuda_h200_bench")
+    source, events = _input_events(trial)
+    done = build_timeline(trial)
+    assert done.ranks == [0] and done.events == {"kineto": len(events)}
+    doc = json.loads(done.path.read_text())
+    processes = _names(doc, "process_name")
+    assert sorted(processes.values()) == ["rank 0 · Kineto CPU (pid 638)", "rank 0 · Kineto GPU 0",
+                                          "rank 0 · Kineto markers"]  # not GPU 1-15: no events
+    gpu = next(pid for pid, name in processes.items() if name.endswith("GPU 0"))
+    streams = sorted(n for (pid, _), n in _names(doc, "thread_name").items() if pid == gpu)
+    assert streams == ["stream 20 ", "stream 25 ", "stream 32 ", "stream 7 "]
+    out = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    assert Counter(e.get("cat") for e in out) == Counter(e.get("cat") for e in events)
+    assert Counter(e.get("cat") for e in out)["kernel"] == 2124
+    # the clock: every event lies in the trial's run, as record.json timed it on the H200
+    record = json.loads((trial / "record.json").read_text())
+    assert doc["otherData"]["origin_unix_ns"] == int(record["started_at_unix"] * 1e9)
+    end_us = record["wall_time_s"] * 1e6
+    assert all(e["ts"] >= 0 and e["ts"] + e.get("dur", 0) <= end_us for e in out)
+    assert doc["otherData"]["sources"][0]["error_bound_ms"] == 0.005
+    # CPU and GPU lanes keep Kineto's relation: a kernel starts 6.4 µs after its launch at best
+    launches = {e["args"]["correlation"]: e["ts"] for e in out
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e["args"]}
+    gaps = [e["ts"] - launches[e["args"]["correlation"]] for e in out
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+            and e["args"].get("correlation") in launches]
+    assert len(gaps) == 2946 and 6.4 <= min(gaps) <= 6.43
+    assert doc["baseTimeNanoseconds"] + round(min(e["ts"] for e in out) * 1000) == \
+        source["baseTimeNanoseconds"] + round(min(e["ts"] for e in events) * 1000)
+
+
+def test_steps_select_the_gpu_work_of_a_step(tmp_path):
+    trial = _trial(tmp_path, "cuda_h200_bench")
+    _, events = _input_events(trial)
+    done = build_timeline(trial, tmp_path / "s3.json", Selection(steps=frozenset({3})))
+    doc = json.loads(done.path.read_text())
+    # step 3's window: its CPU annotation and its projection on the GPU, whichever is wider
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "ProfilerStep#3"]
+    low, high = min(a for a, _ in spans), max(b for _, b in spans)
+    wanted = [e for e in events if e["ts"] <= high and e["ts"] + e.get("dur", 0) >= low]
+    kept = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    assert len(kept) == len(wanted) < len(events)
+    assert sum(e.get("cat") == "kernel" for e in kept) == \
+        sum(e.get("cat") == "kernel" for e in wanted) > 600
+
+
+def test_single_gpu_script_trace(tmp_path):
+    """train_tiny.py under the runner: 57 kernels, 3 memsets, ProfilerStep#2-#4."""
+    trial = _trial(tmp_path, "cuda_h200")
+    _, events = _input_events(trial)
+    done = build_timeline(trial, tmp_path / "t.json.gz")
+    doc = json.loads(gzip.decompress(done.path.read_bytes()))
+    out = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    assert len(out) == len(events) and sum(e.get("cat") == "kernel" for e in out) == 57
+    record = json.loads((trial / "record.json").read_text())
+    assert all(0 <= e["ts"] <= record["wall_time_s"] * 1e6 for e in out)
+
+
+def test_proton_trace_is_placed_in_its_trials_run(tmp_path):
+    """Proton 3.6 trace of vecadd.py (CLI mode): no absolute time in the file; its record
+    (before started_at_unix existed) gives the run: start to the second, plus wall time."""
+    trial = tmp_path / "trial_000"
+    (trial / "proton").mkdir(parents=True)
+    shutil.copy(PROTON / "trace_vecadd.chrome_trace", trial / "proton/proton.chrome_trace")
+    shutil.copy(PROTON / "trace_vecadd.record.json", trial / "record.json")
+    done = build_timeline(trial)
+    assert done.events == {"proton": 40}
+    doc = json.loads(done.path.read_text())
+    record = json.loads((trial / "record.json").read_text())
+    start = int(datetime.fromisoformat(record["started_at"]).timestamp()) * 10**9
+    high = start + 10**9 + int(record["wall_time_s"] * 1e9)  # second resolution, then the run
+    length = round(686154.856 * 1000)  # first kernel start to last kernel end, in the file
+    source = doc["otherData"]["sources"][0]
+    assert source["alignment"] == "run_window"
+    assert source["first_event_unix_ns"] == start + (high - start - length) // 2
+    assert abs(source["error_bound_ms"] - (high - start - length) / 2e6) < 1e-6
+    assert doc["otherData"]["origin"] == "record started_at"
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    assert len(kernels) == 40 and all(0 <= e["ts"] <= (high - start) / 1000 for e in kernels)
+    assert set(_names(doc, "thread_name").values()) == {"stream 7"}
+
+
+def test_gpu_telemetry_becomes_stream_lanes_and_counters(tmp_path):
+    """The bf16 H200 run's JSONL (CUDA-event clock): stream lanes, overlap counters, and the
+    bound of placing CUDA-event ranges from the host start."""
+    trial = tmp_path / "trial_000"
+    (trial / "benchmark").mkdir(parents=True)
+    shutil.copy(H200_JSONL, trial / "benchmark/rank_00_metrics.jsonl")
+    lines = [json.loads(line) for line in H200_JSONL.read_text().splitlines()]
+    done = build_timeline(trial)
+    expected = sum(3 + len(r["profile"]["ranges"]) for r in lines)  # slice, step, overlap
+    assert done.events == {"benchmark": expected}
+    doc = json.loads(done.path.read_text())
+    assert doc["otherData"]["origin"] == "first benchmark iteration"
+    threads = set(_names(doc, "thread_name").values())
+    assert {"iterations", "stream compute", "stream aux"} <= threads
+    overlap = [e for e in doc["traceEvents"] if e["ph"] == "C" and e["name"] == "overlap"]
+    assert [e["args"]["ratio"] for e in overlap] == [r["overlap_ratio"] for r in lines]
+    early = max((r["time_end_unix_ns"] - r["time_start_unix_ns"]) / 1e6 - r["profile"]["total_ms"]
+                for r in lines)
+    bound = doc["otherData"]["sources"][0]["error_bound_ms"]
+    assert abs(bound - early) < 1e-5 and 0 < bound < 5
