@@ -29,8 +29,9 @@ def gloo_trial(tmp_path_factory) -> Path:
     """One trial of the built-in benchmark, 2 gloo ranks, torchprof in env mode (schedule wait 1,
     warmup 1, active 3: ProfilerStep#2-#4 in each rank's trace)."""
     out = tmp_path_factory.mktemp("gloo") / "sweep"
-    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "collector=torchprof",
-                 "collector.torchprof.mode=env", "workload.nproc=2", f"workload.steps={STEPS}",
+    done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",
+                 "collector=torchprof", "collector.torchprof.mode=env", "workload.nproc=2",
+                 f"workload.steps={STEPS}",
                  cwd=out.parent, env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return next(out.glob("cells/*/trial_000"))
@@ -323,3 +324,15 @@ def test_sweep_without_sources_or_with_unknown_ranks(tmp_path):
     assert not list(out.glob("cells/*/trial_000/timeline.json"))
     assert subprocess.run([sys.executable, "-m", "aorta_core", "--help"], capture_output=True,
                           text=True).stdout.count("aorta timeline") == 1
+
+
+def test_the_sweep_writes_a_timeline_per_trial_and_the_report_links_it(tmp_path):
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",
+                 "collector=torchprof", "collector.torchprof.mode=env", "workload.steps=3",
+                 "timeline=true", cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    (trial,) = out.glob("cells/*/trial_000")
+    ranks = {name.split(" · ")[0] for name in _processes(_load(trial / "timeline.json")).values()}
+    assert ranks == {"rank 0", "rank 1"}
+    assert "timeline.json" in (out / "report.html").read_text()
