@@ -1,4 +1,5 @@
-"""Sessions: lint, tests, third_party (a real pip install of an outside collector), bench, demo.
+"""Sessions: lint, tests, third_party (a real pip install of an outside collector), install_modes
+(the conf/ tree from an editable install, a wheel and a checkout), bench, demo.
 
 torch and triton are pinned here (and only here) to the CPU wheels the project tests against;
 aorta's own metadata keeps loose lower bounds so that it never replaces a user's torch.
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import nox
 
-nox.options.sessions = ["lint", "tests", "third_party"]
+nox.options.sessions = ["lint", "tests", "third_party", "install_modes"]
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
 
@@ -60,6 +61,43 @@ def third_party(session: nox.Session) -> None:
     session.install(".")
     session.install("./tests/third_party_collector")
     session.run("python", "tests/third_party_collector/check_install.py", str(session.create_tmp()))
+
+
+#: What must work whatever way aorta-core was installed: its Hydra tree (recipes, workloads, the
+#: benchmark's config) is found, a sweep composes and runs, the benchmark config composes.
+_SMOKE = (
+    ["python", "-m", "aorta_core", "--help"],
+    ["python", "-m", "aorta_core", "sweep=repeat", "trials=1", "output={out}", "--", "true"],
+    ["python", "-c", "from aorta_core.benchmark.config import compose_config; compose_config([])"],
+)
+
+
+@nox.session
+@nox.parametrize("mode", ["editable", "wheel", "checkout"])
+def install_modes(session: nox.Session, mode: str) -> None:
+    """The conf/ tree from an editable install, a built wheel and a bare checkout on PYTHONPATH,
+    each run from the repository root (where the checkout's aorta_core/ comes first on sys.path)
+    and from another folder."""
+    if mode == "editable":
+        session.install("-e", ".")
+    elif mode == "wheel":
+        session.install(".")
+    else:
+        session.install(*_dependencies())
+        session.env["PYTHONPATH"] = str(ROOT)
+    elsewhere = session.create_tmp()
+    for cwd in (ROOT, elsewhere):
+        for argv in _SMOKE:
+            out = Path(elsewhere) / f"out-{mode}-{len(str(cwd))}"
+            with session.chdir(cwd):
+                session.run(*(a.format(out=out) for a in argv), silent=True,
+                            env={"AORTA_REPORT_PNG": "0"})
+
+
+def _dependencies() -> list[str]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
 @nox.session

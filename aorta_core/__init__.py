@@ -7,6 +7,7 @@ the contract types, ``find_executable`` to locate the profiler a collector wraps
 
 import pluggy
 
+from aorta_core import _conf_tree
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
@@ -14,6 +15,8 @@ from aorta_core.executables import find_executable
 __version__ = "0.1.0"
 
 hookimpl = pluggy.HookimplMarker("aorta")
+
+_conf_tree.register()
 
 __all__ = [
     "CollectorInfo",
