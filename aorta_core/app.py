@@ -15,7 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.argv import to_config
-from aorta_core.cells import Cell, ConfigError, build_cell, cell_name
+from aorta_core.cells import Cell, ConfigError, Place, build_cell, cell_name, place_of
 from aorta_core.driver import SweepAbort
 from aorta_core.files import READ_LIMIT_ENV
 from aorta_core.metrics import safe_text
@@ -58,7 +58,7 @@ def register_command(command: list[str] | None) -> None:
         )
 
 
-def _completed(cell: Cell, index: int) -> bool:
+def completed(cell: Cell, index: int) -> bool:
     """Whether trial ``index`` has a good record; a bad one is named and the trial runs again."""
     path = cell.trial_dir(index) / RECORD_NAME
     try:
@@ -76,14 +76,36 @@ def _completed(cell: Cell, index: int) -> bool:
     return True
 
 
-def _refuse(hydra_cfg: Any, exc: ConfigError) -> dict[str, Any]:
-    name = cell_name(hydra_cfg.job.override_dirname)
-    error_line(f"cell {name}: {exc}")
-    cell_dir = Path(hydra_cfg.runtime.output_dir)
-    if not cell_dir.is_symlink():  # never write through a link (it may lead out of output)
-        cell_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(cell_dir / CELL_FILE, {"cell": name, "error": str(exc)})
-    return {"cell": name, "error": str(exc)}
+def _describe_place(place: Place, **fields: Any) -> None:
+    """``cell.json`` of a cell that does not run; never written through a link (it may lead out
+    of the output folder)."""
+    if not place.directory.is_symlink():
+        place.directory.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(place.directory / CELL_FILE,
+                          {"cell": place.name, "axes": dict(place.axes), **fields})
+
+
+def refuse(place: Place, reason: str, **extra: Any) -> dict[str, Any]:
+    """A cell that cannot run (a failure of the sweep): one line, and ``cell.json`` says why."""
+    error_line(f"cell {place.name}: {reason}")
+    _describe_place(place, error=reason, **extra)
+    return {"cell": place.name, "error": reason}
+
+
+def skip(place: Place, reason: str, **extra: Any) -> None:
+    """A cell left out on purpose (not a failure of the sweep): ``cell.json`` says why."""
+    _describe_place(place, error=None, skipped=reason, **extra)
+
+
+def write_cell_file(cell: Cell, trials: int, **extra: Any) -> None:
+    cell.directory.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(
+        cell.directory / CELL_FILE,
+        {"cell": cell.name, "axes": dict(cell.axes),
+         "command": [safe_text(a) for a in cell.command],
+         "collectors": list(cell.collectors), "trials": trials, "error": None,
+         "auto": cell.auto.to_json() if cell.auto else None, **extra},
+    )
 
 
 def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
@@ -102,26 +124,29 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
     return verdicts
 
 
+def _one_cell(cfg: DictConfig, hydra_cfg: Any, registry) -> dict[str, Any]:
+    place = place_of(hydra_cfg)
+    try:
+        cell = build_cell(cfg, place, registry)
+        todo = [i for i in range(int(cfg.trials)) if not completed(cell, i)]
+    except ConfigError as exc:
+        return refuse(place, str(exc))
+    write_cell_file(cell, int(cfg.trials))
+    return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry)}
+
+
 def run_cell(cfg: DictConfig) -> dict[str, Any]:
-    """Run the missing trials of this job's cell (resume: recorded trials are kept)."""
+    """Run the missing trials of this job's cell (resume: recorded trials are kept); with
+    ``agree`` set, the job runs the agreement cells instead (:mod:`aorta_core.agree`)."""
     hydra_cfg = HydraConfig.get()
     registry = load_registry()
     os.environ[READ_LIMIT_ENV] = str(cfg.read_limit_mb)  # for the collectors' parsers
     try:
-        try:
-            cell = build_cell(cfg, hydra_cfg, registry)
-            todo = [i for i in range(int(cfg.trials)) if not _completed(cell, i)]
-        except ConfigError as exc:
-            return _refuse(hydra_cfg, exc)
-        cell.directory.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(
-            cell.directory / CELL_FILE,
-            {"cell": cell.name, "axes": dict(cell.axes),
-             "command": [safe_text(a) for a in cell.command],
-             "collectors": list(cell.collectors), "trials": int(cfg.trials), "error": None,
-             "auto": cell.auto.to_json() if cell.auto else None},
-        )
-        return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry)}
+        if cfg.get("agree") is not None:
+            from aorta_core.agree import run_agreement
+
+            return run_agreement(cfg, registry)
+        return _one_cell(cfg, hydra_cfg, registry)
     except OSError as exc:  # out of space, read-only, quota: no later write can succeed either
         raise SweepAbort(f"cannot write {exc.filename or hydra_cfg.runtime.output_dir} "
                          f"({exc.strerror or exc}); the records written so far are kept: free "

@@ -149,7 +149,23 @@ def _auto(cfg: DictConfig, env: dict[str, str], settings: CoreSettings) -> AutoC
         raise ConfigError(str(exc)) from None
 
 
-def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
+@dataclass(frozen=True)
+class Place:
+    """Where a cell stands in the sweep: its name, folder and axis values."""
+
+    name: str
+    directory: Path
+    axes: Mapping[str, str]
+
+
+def place_of(hydra_cfg: Any) -> Place:
+    """The place Hydra gave this job: one job is one cell."""
+    excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
+    return Place(cell_name(hydra_cfg.job.override_dirname), Path(hydra_cfg.runtime.output_dir),
+                 axes_of(list(hydra_cfg.overrides.task), excluded))
+
+
+def build_cell(cfg: DictConfig, place: Place, registry: Registry) -> Cell:
     """Validate the job config and describe its cell; raises :class:`ConfigError`."""
     try:
         settings = core_settings(cfg)
@@ -159,12 +175,10 @@ def build_cell(cfg: DictConfig, hydra_cfg: Any, registry: Registry) -> Cell:
     auto = _auto(cfg, env, settings)
     command = _command(cfg)
     collectors = _collectors(cfg, registry, settings.hook_timeout)
-    directory = _inside_output(Path(hydra_cfg.runtime.output_dir), Path(str(cfg.output)))
-    excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
     return Cell(
-        name=cell_name(hydra_cfg.job.override_dirname),
-        directory=directory,
-        axes=axes_of(list(hydra_cfg.overrides.task), excluded),
+        name=place.name,
+        directory=_inside_output(place.directory, Path(str(cfg.output))),
+        axes=dict(place.axes),
         command=command,
         env=env,
         collectors=collectors,

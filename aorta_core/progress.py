@@ -24,6 +24,17 @@ def warning_line(message: str) -> None:
     console().print(f"[yellow]aorta: warning:[/] {escape(message)}")
 
 
+def trial_line(label: str, record: Any) -> None:
+    """``  <label> pass 1.23 s  <reason>``, then the trial's warnings."""
+    verdict, wall = record.verdict, record.wall_time_s
+    timing = f"{wall:.2f} s" if wall is not None else "not run"
+    reason = f"  {escape(record.error)}" if record.error else ""
+    console().print(f"  {escape(label)} [{_STYLE[verdict]}]{verdict}[/] {timing}{reason}")
+    for name, notes in record.warnings.items():
+        for note in notes:
+            warning_line(f"{name}: {note}")
+
+
 def auto_text(chosen: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in chosen.items()) or "nothing to choose"
 
@@ -54,15 +65,7 @@ class CellProgress:
     def done(self, index: int, record: Any) -> None:
         if self.status is not None:
             self.status.stop()
-        verdict, wall = record.verdict, record.wall_time_s
-        timing = f"{wall:.2f} s" if wall is not None else "not run"
-        reason = f"  {escape(record.error)}" if record.error else ""
-        console().print(
-            f"  trial {index + 1}/{self.trials} [{_STYLE[verdict]}]{verdict}[/] {timing}{reason}"
-        )
-        for name, notes in record.warnings.items():
-            for note in notes:
-                warning_line(f"{name}: {note}")
+        trial_line(f"trial {index + 1}/{self.trials}", record)
 
     def __exit__(self, *exc: object) -> None:
         if self.status is not None:

@@ -40,7 +40,8 @@ def print_summary(result: MatrixResult) -> None:
         wall = (cell.get("wall_time_s") or {}).get("median")
         table.add_row(
             cell["cell"], str(t["pass"]), str(t["fail"]), str(t["error"]),
-            "not run" if cell.get("error") else (f"{wall:.2f}" if wall is not None else "-"),
+            "left out" if cell.get("skipped") else "not run" if cell.get("error")
+            else (f"{wall:.2f}" if wall is not None else "-"),
         )
     out = console()
     out.print(table)
@@ -48,8 +49,8 @@ def print_summary(result: MatrixResult) -> None:
         out.print(f"[dim]auto ({escape(auto['machine'])}):[/] {escape(auto_text(auto['chosen']))}")
     for bad in result.bad:
         warning_line(f"bad record {bad}; left out: run the sweep again to redo that trial")
-    bad = [c["cell"] for c in result.cells if c.get("error") or c["trials"]["fail"]
-           or c["trials"]["error"]]
+    bad = [c["cell"] for c in result.cells if not c.get("skipped") and (
+        c.get("error") or c["trials"]["fail"] or c["trials"]["error"])]
     if bad:
         out.print(f"[red]cells with failed or unrun trials:[/] {', '.join(bad)}")
     for path in result.paths:

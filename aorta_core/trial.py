@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -95,6 +96,16 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
             return launch, f"{name}: wrap_argv returned {got}, not a Launch"
         launch = outcome.value
     return launch, None
+
+
+def probe_attach(cell: Cell, registry: Registry) -> str | None:
+    """Why the cell's collectors cannot attach on this machine (``wrap_argv`` into a scratch
+    folder raised), or ``None`` when they can. Nothing is run."""
+    with tempfile.TemporaryDirectory(prefix="aorta-probe-") as scratch:
+        trial_dir = Path(scratch)
+        order = registry.wrap_order(list(cell.collectors))
+        folders = _prepare(trial_dir, order)
+        return _wrap(registry, cell, order, folders, _base_launch(cell, trial_dir, 0))[1]
 
 
 def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str, Path],
