@@ -15,7 +15,7 @@ import socket
 import stat
 from pathlib import Path
 
-import orjson
+import msgspec
 
 LOCK_NAME = ".aorta.lock"
 
@@ -25,9 +25,9 @@ class SweepLockedError(RuntimeError):
 
 
 def _holder(fd: int) -> dict | None:
-    with contextlib.suppress(OSError, orjson.JSONDecodeError):
+    with contextlib.suppress(OSError, msgspec.DecodeError):
         os.lseek(fd, 0, os.SEEK_SET)
-        owner = orjson.loads(os.read(fd, 4096))
+        owner = msgspec.json.decode(os.read(fd, 4096))
         if isinstance(owner, dict):
             return owner
     return None
@@ -63,7 +63,7 @@ class SweepLock:
             ) from None
         previous = _holder(fd)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, orjson.dumps({"pid": os.getpid(), "host": socket.gethostname()}), 0)
+        os.pwrite(fd, msgspec.json.encode({"pid": os.getpid(), "host": socket.gethostname()}), 0)
         self.fd = fd
         return previous
 
