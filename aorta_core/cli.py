@@ -55,19 +55,20 @@ def _load_registry_or_exit():
 
 
 def run_sweep(args: list[str]) -> int:
+    hydra_args, command = split_command(args)
+    registry = _load_registry_or_exit()
+    if "--help" in hydra_args or "-h" in hydra_args:
+        from aorta_core.help import print_help
+
+        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")],
+                   [c.info.config_package for c in registry.collectors.values()])
+        return 0
     from aorta_core import searchpath
     from aorta_core.app import hydra_main, register_command
     from aorta_core.driver import EXIT_USAGE, drive
     from aorta_core.precheck import UsageError, check
 
-    hydra_args, command = split_command(args)
-    _load_registry_or_exit()
     searchpath.install()
-    if "--help" in hydra_args or "-h" in hydra_args:
-        from aorta_core.help import print_help
-
-        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")])
-        return 0
     try:
         plan = check(hydra_args, command)
     except UsageError as exc:

@@ -1,18 +1,15 @@
-"""``--help``: recipes, workloads and collectors, then the composed config.
+"""``--help``: recipes, workloads and collectors, then the config.
 
-Hydra's own ``--help`` lists every group of every installed Hydra plugin and deep-copies the
-config store for each (about a second here); this lists only aorta's groups, through the same
-compose API, so it answers in a fraction of that. ``--hydra-help`` still reaches Hydra.
+It must cost no more than ``aorta plugins``: the groups are read from the config packages'
+folders and the config is the core's ``config.yaml`` as written, without importing Hydra. Only
+``--help`` with overrides (``--help sweep=grid``) composes them through Hydra to show the result.
+``--hydra-help`` still reaches Hydra.
 """
 
 from __future__ import annotations
 
 import sys
-
-from hydra import compose, initialize_config_module
-from hydra.core.global_hydra import GlobalHydra
-from hydra.errors import HydraException
-from omegaconf import OmegaConf
+from importlib.resources import files
 
 USAGE = """\
 aorta: run a workload over a sweep of settings, profile every trial, merge one matrix.
@@ -31,22 +28,41 @@ Usage:
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>
 Collector options: collector.<name>.<option>=<value> (see docs/collectors/<name>.md).
+Exit status: 0 all trials passed, 1 a trial failed or a cell was refused, 2 usage error,
+130 interrupted (docs/sweeps.md).
 """
 
-GROUPS = ("sweep", "workload", "collector")
+CORE_CONF = "aorta_core.conf"
 
 
-def print_help(overrides: list[str]) -> None:
-    with initialize_config_module("aorta_core.conf", version_base="1.3"):
-        loader = GlobalHydra.instance().config_loader()
-        lines = [USAGE, "== Config groups =="]
-        for group in GROUPS:
-            options = loader.get_group_options(group)
-            lines.append(f"{group}: {', '.join(options) if options else '(none installed)'}")
+def _options(package: str, group: str) -> list[str]:
+    folder = files(package) / group
+    if not folder.is_dir():
+        return []
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def _config(overrides: list[str]) -> str:
+    if not overrides:
+        return (files(CORE_CONF) / "config.yaml").read_text(encoding="utf-8")
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    with initialize_config_module(CORE_CONF, version_base="1.3"):
         try:
-            cfg = compose("config", overrides=overrides)
+            return OmegaConf.to_yaml(compose("config", overrides=overrides))
         except HydraException as exc:
-            lines += ["", f"(config not shown: {str(exc).splitlines()[0]})"]
-        else:
-            lines += ["", "== Config ==", OmegaConf.to_yaml(cfg)]
+            return f"(config not shown: {str(exc).splitlines()[0]})"
+
+
+def print_help(overrides: list[str], collector_packages: list[str]) -> None:
+    """Usage, the recipes, workloads and installed collectors, then the config."""
+    collectors = sorted({o for p in collector_packages for o in _options(p, "collector")})
+    lines = [USAGE, "== Config groups ==",
+             f"sweep: {', '.join(_options(CORE_CONF, 'sweep'))}",
+             f"workload: {', '.join(_options(CORE_CONF, 'workload'))}",
+             f"collector: {', '.join(collectors) if collectors else '(none installed)'}",
+             "", "== Config ==", _config(overrides)]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -249,7 +249,11 @@ def test_help_answers_and_lists_recipes(tmp_path: Path):
     done = run_aorta(["--help"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "sweep: agree, default, grid, repeat" in done.stdout
-    assert "== Config ==" in done.stdout and "trials: 2" in done.stdout
+    assert "workload: benchmark, tiny" in done.stdout
+    assert "== Config ==" in done.stdout and "trials: 3" in done.stdout  # config.yaml as written
+    composed = run_aorta(["--help", "sweep=grid"], cwd=tmp_path)
+    assert composed.returncode == 0, composed.stderr
+    assert "trials: 2" in composed.stdout and "workload.hidden" in composed.stdout
 
 
 def test_the_default_sweep_runs_the_benchmark_with_no_arguments(tmp_path: Path):
