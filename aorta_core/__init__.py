@@ -1,12 +1,14 @@
 """aorta core: the plugin host, the Hydra sweep engine, trial records and the results matrix.
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
-and the contract types.
+the contract types, bounded reads of artifacts and JSON-safe numbers (docs/plugins.md).
 """
 
 import pluggy
 
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
+from aorta_core.files import FileRefused, check_regular, open_limited, read_limit, read_limited
+from aorta_core.numbers import json_number
 
 __version__ = "0.1.0"
 
@@ -14,10 +16,16 @@ hookimpl = pluggy.HookimplMarker("aorta")
 
 __all__ = [
     "CollectorInfo",
+    "FileRefused",
     "Launch",
     "OptionError",
     "SetupError",
     "TrialRun",
     "__version__",
+    "check_regular",
     "hookimpl",
+    "json_number",
+    "open_limited",
+    "read_limit",
+    "read_limited",
 ]
