@@ -1,8 +1,9 @@
 """aorta core: the plugin host, the Hydra sweep engine, trial records and the results matrix.
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
-the contract types, ``find_executable`` to locate the profiler a collector wraps and
-``check_regex`` for regular-expression options.
+the contract types, ``find_executable`` to locate the profiler a collector wraps,
+``check_regex`` for regular-expression options, bounded reads of artifacts and JSON-safe
+numbers (docs/plugins.md).
 """
 
 import pluggy
@@ -11,6 +12,8 @@ from aorta_core import _conf_tree
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
+from aorta_core.files import FileRefused, check_regular, open_limited, read_limit, read_limited
+from aorta_core.numbers import json_number
 
 __version__ = "0.1.0"
 
@@ -20,12 +23,18 @@ _conf_tree.register()
 
 __all__ = [
     "CollectorInfo",
+    "FileRefused",
     "Launch",
     "OptionError",
     "SetupError",
     "TrialRun",
     "__version__",
     "check_regex",
+    "check_regular",
     "find_executable",
     "hookimpl",
+    "json_number",
+    "open_limited",
+    "read_limit",
+    "read_limited",
 ]

@@ -142,13 +142,13 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     except OmegaConfBaseException as exc:
         error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
         return 2
-    from aorta_core.metrics import Notes, collector_metrics
+    from aorta_core.metrics import Notes, collector_metrics, safe_text
 
     notes = Notes()
     metrics = collector_metrics(registry, ns.collector, folder, options, notes)
     for note in notes.by_collector.get(ns.collector, []):
         warning_line(f"{ns.collector}: {note}")
-    metrics[f"{ns.collector}_artifact_dir"] = str(folder.resolve())
+    metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
     sys.stdout.write(orjson.dumps(metrics, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0
 

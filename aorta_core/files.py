@@ -125,8 +125,22 @@ class _Budgeted(io.RawIOBase):
             raise _over(self.path, "decompresses to more than", self.limit)
         return n
 
+    def readall(self) -> bytes:
+        # Up to 1 GiB a read (one read, no copy, for most files): RawIOBase's default goes
+        # 8 KiB at a time through readinto, 3x slower than Path.read_bytes on a 160 MB trace.
+        chunks = []
+        while chunk := self.inner.read(min(self.limit + 1 - self.seen, 1 << 30)):
+            self.seen += len(chunk)
+            if self.seen > self.limit:
+                raise _over(self.path, "decompresses to more than", self.limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def close(self) -> None:
+        beneath = getattr(self.inner, "fileobj", None)  # GzipFile leaves its file open
         self.inner.close()
+        if beneath is not None:
+            beneath.close()
         super().close()
 
 
@@ -144,7 +158,8 @@ def open_limited(path: Path, root: Path | None = None, limit: int | None = None)
 
 
 def read_limited(path: Path, root: Path | None = None, limit: int | None = None) -> bytes:
-    """All of :func:`open_limited` (``gzip.BadGzipFile``/``EOFError`` for a broken ``.gz``)."""
+    """All of :func:`open_limited` (``gzip.BadGzipFile``, ``EOFError`` or ``zlib.error`` for a
+    broken ``.gz``)."""
     with open_limited(path, root, limit) as handle:
         return handle.read()
 

@@ -25,3 +25,17 @@ def test_every_hook_is_documented_with_its_signature():
         signature = str(inspect.signature(hook)).replace("'", "")
         assert f"### `{hook.__name__}{signature}`" in text, f"{hook.__name__} undocumented"
         assert hook.__doc__, f"{hook.__name__} has no docstring"
+
+
+def test_every_plugin_helper_is_documented_with_its_signature():
+    import aorta_core
+
+    text = DOC.read_text()
+    helpers = ["open_limited", "read_limited", "check_regular", "read_limit", "json_number"]
+    assert set(helpers) <= set(aorta_core.__all__)
+    for name in helpers:
+        function = getattr(aorta_core, name)
+        signature = str(inspect.signature(function)).replace("'", "")
+        assert f"### `{name}{signature}`" in text, f"{name} undocumented"
+        assert function.__doc__, f"{name} has no docstring"
+    assert "### `FileRefused(OSError)`" in text and issubclass(aorta_core.FileRefused, OSError)

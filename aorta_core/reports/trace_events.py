@@ -22,7 +22,10 @@ import msgspec
 import orjson
 from msgspec import UNSET, UnsetType
 
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+from aorta_core.files import open_limited, read_limited
+
+#: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
+_RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
 _HEAD_BYTES = 1 << 16
 #: Flow ids of one input file are shifted into their own block of this size.
@@ -64,16 +67,10 @@ def raw(obj: Any) -> msgspec.Raw:
     return msgspec.Raw(orjson.dumps(obj))
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's JSON bytes, gunzipped when the name ends in ``.gz``."""
-    data = path.read_bytes()
-    return gzip.decompress(data) if path.name.endswith(".gz") else data
-
-
 def read_trace(path: Path) -> TraceDoc:
     """Decode a chrome trace; ``ValueError`` with a one-line reason when it is not one."""
     try:
-        return _DECODER.decode(read_bytes(path))
+        return _DECODER.decode(read_limited(path))
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"unreadable ({exc})") from exc
     except msgspec.ValidationError as exc:
@@ -96,8 +93,7 @@ def rank_in_head(path: Path) -> int | None:
     """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
     the events), so a file's rank is known without decoding it all."""
     try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rb") as fh:
+        with open_limited(path) as fh:
             head = fh.read(_HEAD_BYTES)
     except (OSError, EOFError, zlib.error):
         return None

@@ -6,7 +6,8 @@ total, ``cycles`` one intra-kernel scope's, ``num_samples`` PC samples. ROOT hol
 and ``__proton_launch_metadata`` subtrees are launch-hook bookkeeping; both are skipped (as
 ``proton-viewer`` does). ``.chrome_trace`` files (``data: trace``) give kernel events
 (``cat: "kernel"``, ``dur`` in µs). Several files are summed. Nothing here raises: a bad file
-costs its metrics and a warning.
+costs its metrics and a warning. Files are read through the core's bounded reader (regular
+files inside the folder, within the read limit); counts are published JSON-safe.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from aorta_core import FileRefused, json_number, read_limited
 from aorta_proton.session import METADATA_FRAME
 
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)
@@ -111,16 +113,18 @@ def _frames(tree: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             stack.extend(children)
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path, root: Path) -> Any:
     try:
-        return orjson.loads(path.read_bytes())
+        return orjson.loads(read_limited(path, root))
+    except FileRefused as exc:  # a FIFO, a device, a link out of the folder, too large
+        warnings.warn(f"{exc}; its metrics are omitted", stacklevel=3)
     except (OSError, orjson.JSONDecodeError) as exc:
         warnings.warn(f"cannot read {path.name}: {exc}", stacklevel=3)
-        return None
+    return None
 
 
-def _add_hatchet(path: Path, totals: Totals) -> None:
-    tree = _load(path)
+def _add_hatchet(path: Path, root: Path, totals: Totals) -> None:
+    tree = _load(path, root)
     if tree is None:
         return
     if not (isinstance(tree, list) and tree and isinstance(tree[0], dict) and "frame" in tree[0]):
@@ -131,8 +135,8 @@ def _add_hatchet(path: Path, totals: Totals) -> None:
         totals.add_frame(name, metrics)
 
 
-def _add_trace(path: Path, totals: Totals) -> None:
-    trace = _load(path)
+def _add_trace(path: Path, root: Path, totals: Totals) -> None:
+    trace = _load(path, root)
     if trace is None:
         return
     events = trace.get("traceEvents") if isinstance(trace, dict) else None
@@ -151,8 +155,9 @@ def _add_trace(path: Path, totals: Totals) -> None:
 
 
 def _count(value: float) -> int | float:
-    """Cycles and samples are counts: publish them as ints when they are whole."""
-    return int(value) if value.is_integer() else value
+    """Cycles and samples are counts: ints when whole, floats beyond 64 bits (``value`` is
+    finite, so never ``None``)."""
+    return json_number(int(value) if value.is_integer() else value)
 
 
 def _ranked(values: dict[str, float]) -> list[tuple[str, float]]:
@@ -170,10 +175,14 @@ def _kernel_metrics(totals: Totals) -> dict[str, Any]:
         warnings.warn("kernel times overflow; kernel metrics omitted", stacklevel=3)
         return {}
     out: dict[str, Any] = {}
-    if totals.calls_known:
-        out["proton_kernel_count"] = totals.kernel_calls
+    calls = json_number(totals.kernel_calls) if totals.calls_known else None
+    if calls is None:
+        warnings.warn(
+            "some kernel counts are unreadable or beyond float range; kernel_count omitted",
+            stacklevel=3,
+        )
     else:
-        warnings.warn("some kernel counts are unreadable; kernel_count omitted", stacklevel=3)
+        out["proton_kernel_count"] = calls
     out["proton_gpu_time_ms"] = total_ns / 1e6
     out["proton_top_kernel_ms"] = ranked[0][1] / 1e6
     out["proton_top_kernels"] = [name for name, _ in ranked[:TOP_N]]
@@ -193,8 +202,9 @@ def _scope_metrics(totals: Totals) -> dict[str, Any]:
         "proton_top_scope_cycles": _count(top_cycles),
         "proton_top_scopes": [name for name, _ in ranked[:TOP_N]],
     }
-    if top in totals.scope_normalized:
-        out["proton_top_scope_normalized_cycles"] = totals.scope_normalized[top]
+    normalized = json_number(totals.scope_normalized.get(top))  # None: absent or overflowed
+    if normalized is not None:
+        out["proton_top_scope_normalized_cycles"] = normalized
     if total > 0:
         for name, cycles in ranked[:SCOPE_KEYS]:
             out.setdefault(f"proton_scope_{_scope_key(name)}_share", cycles / total)
@@ -208,7 +218,7 @@ def parse(artifact_dir: Path) -> dict[str, Any]:
     totals = Totals()
     files = sorted(artifact_dir.rglob("*.hatchet")) + sorted(artifact_dir.rglob("*.chrome_trace"))
     for path in files:
-        (_add_hatchet if path.suffix == ".hatchet" else _add_trace)(path, totals)
+        (_add_hatchet if path.suffix == ".hatchet" else _add_trace)(path, artifact_dir, totals)
     for path in sorted(artifact_dir.rglob("*.hatchet_msgpack")):
         warnings.warn(
             f"{path.name} is msgpack, which aorta does not read; "

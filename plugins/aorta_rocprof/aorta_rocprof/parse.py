@@ -3,12 +3,12 @@
 Files are found recursively: with ``-o`` rocprofv3 writes them flat, without it under
 ``<host>/<pid>_*.csv``, and ``-i`` passes add ``pmc_<n>/`` or ``pass_<n>/``. Kernel time comes
 from the stats CSVs when they are usable, else from the dispatch spans of the kernel traces.
-Every problem costs metrics and raises a warning, never an exception.
+Every problem costs metrics and raises a warning, never an exception; a file the core's bounded
+reader refuses (a FIFO, a device, a link out of the folder, over the read limit) too.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from collections.abc import Callable
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
+from aorta_core import FileRefused, json_number
 from aorta_rocprof.tables import (
     Copies,
     Totals,
@@ -38,17 +39,18 @@ NS_PER_MS = 1e6
 T = TypeVar("T")
 
 
-def _files(root: Path, patterns: tuple[str, ...]) -> list[Path]:
-    found = {p for pattern in patterns for p in root.rglob(pattern) if p.is_file()}
-    return sorted(found)
-
-
-def _read_each(paths: list[Path], reader: Callable[[Path], T | None], what: str) -> list[T]:
-    """Apply ``reader`` to every file; a file that fails or lacks the columns is a warning."""
+def _read_each(
+    root: Path, patterns: tuple[str, ...], reader: Callable[[Path, Path], T | None], what: str
+) -> list[T]:
+    """Apply ``reader`` to every file the patterns find under ``root``; a file that is refused,
+    fails or lacks the columns is a warning."""
     results = []
-    for path in paths:
+    for path in sorted({p for pattern in patterns for p in root.rglob(pattern) if not p.is_dir()}):
         try:
-            result = reader(path)
+            result = reader(path, root)
+        except FileRefused as exc:
+            warnings.warn(f"rocprof: {exc}; its metrics are omitted", stacklevel=3)
+            continue
         except (Exception, pl.exceptions.PanicException) as exc:
             reason = f"{exc}".splitlines()[0] if f"{exc}" else type(exc).__name__
             warnings.warn(f"rocprof: cannot read {what} {path}: {reason}", stacklevel=3)
@@ -77,10 +79,10 @@ def _merge(parts: list[Totals], what: str) -> Totals | None:
 
 def kernel_totals(root: Path) -> Totals | None:
     """Per-kernel totals from the stats CSVs, else from the kernel traces."""
-    stats = _merge(_read_each(_files(root, STATS_GLOBS), read_stats, "kernel stats CSV"), "stats")
+    stats = _merge(_read_each(root, STATS_GLOBS, read_stats, "kernel stats CSV"), "stats")
     if stats is not None:
         return stats
-    return _merge(_read_each(_files(root, TRACE_GLOBS), read_dispatches, "kernel trace CSV"),
+    return _merge(_read_each(root, TRACE_GLOBS, read_dispatches, "kernel trace CSV"),
                   "kernel trace")
 
 
@@ -114,12 +116,16 @@ def copy_metrics(parts: list[Copies]) -> dict[str, Any]:
     return metrics
 
 
-def _finite(metrics: dict[str, Any]) -> dict[str, Any]:
-    """Drop any float that overflowed to inf/nan (a number not measured is omitted)."""
-    bad = [k for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)]
-    for key in bad:
-        warnings.warn(f"rocprof: {key} is not finite; omitted", stacklevel=2)
-        del metrics[key]
+def _json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Numbers JSON can carry: a count beyond 64 bits (``Calls`` of 1e300) becomes a float, a
+    sum that overflowed to inf/nan is omitted (a number not measured is omitted)."""
+    for key, value in list(metrics.items()):
+        number = json_number(value) if isinstance(value, int | float) else value
+        if number is None:
+            warnings.warn(f"rocprof: {key} is not finite; omitted", stacklevel=2)
+            del metrics[key]
+        else:
+            metrics[key] = number
     if "rocprof_gpu_time_ms" not in metrics:
         for key in ("rocprof_top_kernel_ms", "rocprof_top_kernels", "rocprof_kernel_count"):
             metrics.pop(key, None)
@@ -136,9 +142,8 @@ def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
     totals = kernel_totals(root)
     if totals is not None:
         metrics.update(kernel_metrics(totals))
-    metrics.update(copy_metrics(_read_each(_files(root, (COPY_GLOB,)), read_copies,
-                                           "memory copy trace")))
-    api = _read_each(_files(root, (RCCL_API_GLOB,)), read_api_time, "RCCL API trace")
+    metrics.update(copy_metrics(_read_each(root, (COPY_GLOB,), read_copies, "memory copy trace")))
+    api = _read_each(root, (RCCL_API_GLOB,), read_api_time, "RCCL API trace")
     if api:
         metrics["rocprof_rccl_api_ms"] = sum(api) / NS_PER_MS
     if not metrics:
@@ -147,4 +152,4 @@ def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
             "work ran, and only output_format=csv is parsed)",
             stacklevel=2,
         )
-    return _finite(metrics)
+    return _json_safe(metrics)

@@ -2,8 +2,10 @@
 
 The kernel-trace layout changed several times between ROCm 6.1 and 7.x (and rocpd-converted
 files change the header case), so nothing here relies on column positions. Big traces are
-scanned lazily with polars, reading only the columns a total needs. These functions may raise
-on unreadable input; :mod:`aorta_rocprof.parse` turns that into warnings.
+scanned lazily with polars, reading only the columns a total needs. Every file is first opened
+through the core's bounded reader (FIFOs, devices, links out of the artifact folder and files
+over the read limit are refused before polars sees them). These functions may raise on
+unreadable input; :mod:`aorta_rocprof.parse` turns that into warnings.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+
+from aorta_core import open_limited
 
 #: Durations at or above 2**63 ns are unsigned wrap-arounds of a negative span (end < start).
 WRAPPED_NS = float(2**63)
@@ -40,12 +44,22 @@ class Totals:
         self.dropped += other.dropped
 
 
-def header(path: Path) -> dict[str, str]:
-    """Lower-cased column name -> the column name as written in the file's first line."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        line = fh.readline(1 << 20)
-    names = next(csv.reader(io.StringIO(line)), [])
-    return {n.strip().lower(): n for n in names if n.strip()}
+def open_csv(path: Path, root: Path) -> tuple[dict[str, str], Path | bytes]:
+    """The header (lower-cased column name -> the name as written) and what polars reads: the
+    path (a lazy scan), or the file's bytes when the path is not UTF-8 (polars refuses it)."""
+    with open_limited(path, root) as fh:
+        first = fh.readline(1 << 20)
+        source = path if _utf8(path) else first + fh.read()
+    names = next(csv.reader(io.StringIO(first.decode("utf-8", "replace"))), [])
+    return {n.strip().lower(): n for n in names if n.strip()}, source
+
+
+def _utf8(path: Path) -> bool:
+    try:
+        str(path).encode()
+    except UnicodeEncodeError:  # a name byte such as 0xff, surrogate-escaped by Python
+        return False
+    return True
 
 
 def _pick(columns: dict[str, str], *candidates: str) -> str | None:
@@ -60,21 +74,21 @@ def _strip_legacy(name: str) -> str:
     return name
 
 
-def read_stats(path: Path) -> Totals | None:
+def read_stats(path: Path, root: Path) -> Totals | None:
     """``*_kernel_stats.csv`` (rocprofv3) or ``results.stats.csv`` (rocprof v1).
 
     ``None`` when the file lacks the ``Name``/``Calls``/``TotalDurationNs`` columns. Rows with
     an empty name or a duration that is non-finite, negative or wrapped are dropped and
     counted; a call count that is not a non-negative integer makes the counts untrusted.
     """
-    columns = header(path)
+    columns, source = open_csv(path, root)
     name_col = _pick(columns, "Name")
     calls_col = _pick(columns, "Calls")
     total_col = _pick(columns, "TotalDurationNs")
     if name_col is None or calls_col is None or total_col is None:
         return None
     frame = pl.read_csv(
-        path,
+        source,
         columns=[name_col, calls_col, total_col],
         infer_schema=False,
         truncate_ragged_lines=True,
@@ -103,7 +117,7 @@ def _number(text: str | None) -> float | None:
 
 
 def _spans(
-    path: Path,
+    source: Path | bytes,
     start: str,
     end: str,
     keep: list[pl.Expr],
@@ -117,7 +131,7 @@ def _spans(
     ``categorical`` columns (kernel names repeat) are read as categoricals to save memory.
     """
     return pl.scan_csv(
-        path,
+        source,
         infer_schema=False,
         schema_overrides={start: pl.Int64, end: pl.Int64}
         | {c: pl.Categorical for c in categorical},
@@ -126,7 +140,7 @@ def _spans(
     ).select(*keep, (pl.col(end) - pl.col(start)).cast(pl.Float64).alias("dur"))
 
 
-def read_dispatches(path: Path) -> Totals | None:
+def read_dispatches(path: Path, root: Path) -> Totals | None:
     """Sum dispatch spans per kernel from ``*_kernel_trace.csv`` or legacy ``results.csv``.
 
     ``None`` when the kernel-name and start/end columns are missing. Rows of another ``Kind``
@@ -134,7 +148,7 @@ def read_dispatches(path: Path) -> Totals | None:
     span are dropped and counted. Each kept row is one dispatch. One streaming pass over only
     the needed columns.
     """
-    columns = header(path)
+    columns, source = open_csv(path, root)
     name = _pick(columns, "Kernel_Name", "KernelName")
     start = _pick(columns, "Start_Timestamp", "BeginNs")
     end = _pick(columns, "End_Timestamp", "EndNs")
@@ -146,10 +160,10 @@ def read_dispatches(path: Path) -> Totals | None:
              ).fill_null(False)
     categorical = (name, kind) if kind else (name,)
     try:
-        lazy = _spans(path, start, end, keep, tolerant=False, categorical=categorical)
+        lazy = _spans(source, start, end, keep, tolerant=False, categorical=categorical)
         grouped = _per_kernel(lazy, kind, valid)
     except pl.exceptions.PolarsError:
-        lazy = _spans(path, start, end, keep, tolerant=True, categorical=categorical)
+        lazy = _spans(source, start, end, keep, tolerant=True, categorical=categorical)
         grouped = _per_kernel(lazy, kind, valid)
     totals = Totals()
     for kernel, ns, n, bad in grouped.iter_rows():
@@ -176,9 +190,10 @@ class Copies:
     bytes: int | None = None
 
 
-def read_copies(path: Path) -> Copies | None:
-    """``*_memory_copy_trace.csv``; 7.x writes no byte column, a size column is read if present."""
-    columns = header(path)
+def read_copies(path: Path, root: Path) -> Copies | None:
+    """``*_memory_copy_trace.csv``; 7.x writes no byte column, a size column is read if present
+    (summed as 128-bit ints: a 64-bit sum would wrap)."""
+    columns, source = open_csv(path, root)
     start = _pick(columns, "Start_Timestamp")
     end = _pick(columns, "End_Timestamp")
     if start is None or end is None:
@@ -186,12 +201,13 @@ def read_copies(path: Path) -> Copies | None:
     size = _pick(columns, "Bytes", "Size")
     keep = [pl.col(size).cast(pl.Int64, strict=False).alias("size")] if size else []
     frame = (
-        _spans(path, start, end, keep)
+        _spans(source, start, end, keep)
         .filter(pl.col("dur") >= 0)
         .select(
             pl.col("dur").sum().alias("ns"),
             pl.len().alias("count"),
-            *([pl.col("size").sum().alias("bytes"), pl.col("size").null_count().alias("nb")]
+            *([pl.col("size").cast(pl.Int128).sum().alias("bytes"),
+               pl.col("size").null_count().alias("nb")]
               if size else []),
         )
         .collect()
@@ -203,14 +219,14 @@ def read_copies(path: Path) -> Copies | None:
     return copies
 
 
-def read_api_time(path: Path) -> float | None:
+def read_api_time(path: Path, root: Path) -> float | None:
     """Summed host-side span (ns) of an API trace such as ``*_rccl_api_trace.csv``."""
-    columns = header(path)
+    columns, source = open_csv(path, root)
     start = _pick(columns, "Start_Timestamp")
     end = _pick(columns, "End_Timestamp")
     if start is None or end is None:
         return None
-    frame = _spans(path, start, end, []).filter(pl.col("dur") >= 0).select(
+    frame = _spans(source, start, end, []).filter(pl.col("dur") >= 0).select(
         pl.col("dur").sum()
     ).collect()
     return float(frame.item() or 0.0)

@@ -3,21 +3,22 @@
 Every ``*.json`` / ``*.json.gz`` under the folder is read (one file per rank and profiler
 cycle); GPU-lane events give kernel, memcpy/memset and overlap metrics; traces without any
 GPU-lane event give CPU operator metrics instead, so nothing GPU-side is invented. Fail-soft:
-a bad file costs its metrics and a warning, never an exception.
+a bad file costs its metrics and a warning, never an exception. Files are read through the
+core's bounded reader: regular files inside the folder, within the read limit (gunzipped too).
 """
 
 from __future__ import annotations
 
 import warnings
+import zlib
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aorta_core.reports.trace_events import read_bytes
+from aorta_core import FileRefused, read_limited
 from aorta_torchprof.overlap import overlap
-from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, Trace, decode
+from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, Trace, decode, plausible
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,23 +47,28 @@ def parse_dir(artifact_dir: Path, drop_last_profiler_step: bool = False) -> dict
 
 
 def trace_files(artifact_dir: Path) -> list[Path]:
-    """Every chrome-trace candidate under ``artifact_dir``, in a stable order."""
+    """Every chrome-trace candidate under ``artifact_dir``, in a stable order (FIFOs, devices
+    and links out of the folder included: reading them is refused with a warning)."""
     if not artifact_dir.is_dir():
         return []
     return sorted(
         p
         for p in artifact_dir.rglob("*")
-        if p.is_file() and (p.name.endswith(".json") or p.name.endswith(".json.gz"))
+        if (p.name.endswith(".json") or p.name.endswith(".json.gz")) and not p.is_dir()
     )
 
 
-def _traces(artifact_dir: Path) -> Iterator[tuple[Trace, bytes]]:
-    for path in trace_files(artifact_dir):
-        try:
-            data = read_bytes(path)
-            yield decode(path, data), data
-        except (OSError, ValueError, EOFError) as exc:
-            warnings.warn(f"torchprof: skipping {path}: {exc}", stacklevel=3)
+def _read(path: Path, root: Path, gpu_seen: bool, drop_last: bool) -> tuple[Trace, list[Any]]:
+    """One trace and its GPU lane, decoded only as far as the metrics need: lanes and
+    correlations are decoded too for CPU ops (no GPU lane seen yet) and HTA's step filter."""
+    data = read_limited(path, root)
+    trace = decode(path, data)
+    lane = _gpu_events(trace.events)
+    if (not lane and not gpu_seen) or (lane and drop_last):
+        trace.events = []
+        trace = decode(path, data, full=True)
+        lane = _hta_step_filter(trace.events, _gpu_events(trace.events)) if lane else lane
+    return trace, lane
 
 
 def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
@@ -70,15 +76,17 @@ def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
     cpu_ops: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     ranks: set[int] = set()
     count = 0
-    for trace, data in _traces(artifact_dir):
+    for path in trace_files(artifact_dir):
+        try:
+            trace, lane = _read(path, artifact_dir, bool(gpu.rank), drop_last)
+        except FileRefused as exc:
+            warnings.warn(f"torchprof: {exc}; its metrics are omitted", stacklevel=3)
+            continue
+        except (OSError, ValueError, EOFError, zlib.error) as exc:  # zlib: a corrupt .gz body
+            warnings.warn(f"torchprof: skipping {path}: {exc}", stacklevel=3)
+            continue
         count += 1
         ranks.add(trace.rank)
-        lane = _gpu_events(trace.events)
-        if (not lane and not gpu.rank) or (lane and drop_last):
-            trace.events = []
-            trace = decode(trace.path, data, full=True)  # lanes / correlations needed now
-            lane = _hta_step_filter(trace.events, _gpu_events(trace.events)) if lane else lane
-        del data
         if lane:
             gpu.rank += [trace.rank] * len(lane)
             gpu.cat += [e.cat.lower() for e in lane]
@@ -105,7 +113,7 @@ def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
 
 def _gpu_events(events: list[Any]) -> list[Any]:
     """The trace's complete GPU-lane events."""
-    return [e for e in events if e.cat in GPU_CATS and e.ph == "X" and e.dur >= 0]
+    return [e for e in events if e.cat in GPU_CATS and plausible(e)]
 
 
 def _hta_step_filter(events: list[Any], lane: list[Any]) -> list[Any]:
@@ -211,7 +219,7 @@ def _cpu_self_times(events: list[Any]) -> dict[str, tuple[float, int]]:
     """Self time (µs) and calls per ``cpu_op`` name: duration minus nested ops on its thread."""
     lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
     for e in events:
-        if e.cat == "cpu_op" and e.ph == "X" and e.dur >= 0:
+        if e.cat == "cpu_op" and plausible(e):
             lanes[(e.pid, e.tid)].append((e.ts, -e.dur, e.name))
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for ops in lanes.values():

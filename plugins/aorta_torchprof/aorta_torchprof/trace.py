@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from aorta_core import json_number
 from aorta_core.reports.trace_events import rank_from_name
 
 #: Event categories that run on a device lane (HTA: events with a stream); compared as
@@ -23,6 +24,9 @@ GPU_CATS = frozenset(
     for c in (base, base.capitalize())
 )
 NO_CORRELATION = -1
+#: A span or timestamp beyond 2**63 ns cannot come from a real clock (a wrapped or corrupt
+#: value); events carrying one are left out, so that no sum overflows.
+MAX_US = 2**63 / 1e3
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -78,35 +82,37 @@ def decode(path: Path, data: bytes, full: bool = False) -> Trace:
     """Decode a trace's bytes (``full``: with lanes and correlations); ``ValueError`` when it
     is not a Kineto trace."""
     try:
-        doc = _DECODERS[full].decode(data)
-        dist_rank = doc.distributedInfo.rank if doc.distributedInfo else None
-        events: list[Any] = doc.traceEvents
-    except msgspec.ValidationError:
-        dist_rank, events = _tolerant(data)
-    except msgspec.DecodeError as exc:
+        try:
+            doc = _DECODERS[full].decode(data)
+            dist_rank = doc.distributedInfo.rank if doc.distributedInfo else None
+            events: list[Any] = doc.traceEvents
+        except msgspec.ValidationError:
+            dist_rank, events = _tolerant(data)
+    except (msgspec.DecodeError, RecursionError) as exc:  # nesting deeper than msgspec goes
         raise ValueError(f"not valid JSON: {exc}") from exc
-    return Trace(path, dist_rank if dist_rank is not None else rank_from_name(path), events)
+    return Trace(path, dist_rank if _is_int(dist_rank) else rank_from_name(path), events)
 
 
-def _tolerant(data: bytes) -> tuple[int | None, list[_FullEvent]]:
+def plausible(event: Any) -> bool:
+    """A complete event with a real clock's span (see :data:`MAX_US`)."""
+    return event.ph == "X" and 0 <= event.dur <= MAX_US and -MAX_US <= event.ts <= MAX_US
+
+
+def _tolerant(data: bytes) -> tuple[Any, list[_FullEvent]]:
     """Decode a trace whose fields have odd types; keep only well-formed events."""
-    try:
-        doc = _ANY.decode(data)
-    except msgspec.DecodeError as exc:
-        raise ValueError(f"not valid JSON: {exc}") from exc
+    doc = _ANY.decode(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise ValueError("no traceEvents list: not a Kineto chrome trace")
     dist = doc.get("distributedInfo")
-    rank = dist.get("rank") if isinstance(dist, dict) else None
     events = [ev for ev in map(_event, doc["traceEvents"]) if ev is not None]
-    return (rank if _is_int(rank) else None), events
+    return (dist.get("rank") if isinstance(dist, dict) else None), events
 
 
 def _event(raw: Any) -> _FullEvent | None:
     if not isinstance(raw, dict):
         return None
-    ts, dur = raw.get("ts", 0.0), raw.get("dur", 0.0)
-    if not (_is_number(ts) and _is_number(dur)):
+    ts, dur = _float(raw.get("ts", 0.0)), _float(raw.get("dur", 0.0))
+    if ts is None or dur is None:
         return None
     args = raw.get("args")
     corr = args.get("correlation") if isinstance(args, dict) else None
@@ -114,8 +120,8 @@ def _event(raw: Any) -> _FullEvent | None:
         ph=_text(raw.get("ph")),
         cat=_text(raw.get("cat")),
         name=_text(raw.get("name")),
-        ts=float(ts),
-        dur=float(dur),
+        ts=ts,
+        dur=dur,
         pid=_lane(raw.get("pid")),
         tid=_lane(raw.get("tid")),
         args=_Args(corr if _is_int(corr) else None),
@@ -123,11 +129,14 @@ def _event(raw: Any) -> _FullEvent | None:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An int within 64 bits (not a bool): what a rank or a correlation id can be."""
+    return type(json_number(value)) is int
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _float(value: Any) -> float | None:
+    """A JSON number (not a bool) as a float; ``None`` beyond float range (400 digits)."""
+    number = None if isinstance(value, bool) else json_number(value)
+    return None if number is None else float(number)
 
 
 def _text(value: Any) -> str:
