@@ -224,7 +224,11 @@ def cmd_agree(ns: argparse.Namespace) -> int:
     if ns.tolerance_pct is not None and not ns.tolerance_pct >= 0:
         error_line(f"--tolerance-pct {ns.tolerance_pct}: must be a percentage >= 0, e.g. 5")
         return 2
-    path = write_agreement(output, ns.tolerance_pct) if (output / "cells").is_dir() else None
+    try:
+        path = write_agreement(output, ns.tolerance_pct) if (output / "cells").is_dir() else None
+    except OSError as exc:
+        error_line(f"cannot write the agreement of {output}: {exc}")
+        return 1
     if path is None:
         error_line(f"{output} holds no agreement sweep; make one with python -m aorta_core "
                    f"sweep=agree output={output} -- <command>")

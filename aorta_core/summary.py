@@ -48,18 +48,19 @@ def _signed_pct(value: Any) -> str:
 def print_agreement(path: Path, out: Console) -> None:
     """The verdicts of ``agreement.json``: per metric the overall one, and each source's where
     two or more measured it (Δ: from the consensus), then the overhead (Δ: over the bare wall
-    time); collectors left out are named once below the table."""
+    time); collectors left out or refused are named once below the table."""
     agreement = read_json(path)
     table = Table(title=f"agreement (tolerance {agreement['tolerance_pct']:g} %)",
                   title_justify="left")
     for column in ("metric", "source", "median", "Δ", "verdict"):
         table.add_column(column, justify="right" if column in ("median", "Δ") else "left")
-    absent = {n: c.get("skipped") or c.get("error")
+    absent = {n: ("left out of the agreement", c["skipped"]) if c.get("skipped") else
+              ("could not run", c["error"])
               for n, c in agreement["collectors"].items() if c.get("skipped") or c.get("error")}
     for metric, entry in agreement["metrics"].items():
         measured = [(n, s["median"], s["deviation_pct"], s)
                     for n, s in entry["sources"].items() if s["n"]]
-        rows = [("all", entry["consensus"], None, entry), *(measured[1:] and measured)]
+        rows = [("all", entry["consensus"], None, entry), *(measured if len(measured) > 1 else [])]
         for i, (name, median, deviation, judged) in enumerate(rows):
             table.add_row(metric if i == 0 else "", name, _num(median), _signed_pct(deviation),
                           Text(judged["verdict"], style=_VERDICT_STYLE.get(judged["status"], "")))
@@ -68,9 +69,9 @@ def print_agreement(path: Path, out: Console) -> None:
         table.add_row("wall time" if i == 0 else "", name, _num(o["median_s"], " s"),
                       _signed_pct(o["overhead_pct"]), Text(o["verdict"]))
     out.print(table)
-    for name, reason in absent.items():
+    for name, (what, reason) in absent.items():
         reason = str(reason).removeprefix(f"{name}: ")
-        out.print(f"[dim]left out of the agreement:[/] {escape(name)}: {escape(reason)}")
+        out.print(f"[dim]{what}:[/] {escape(name)}: {escape(reason)}")
 
 
 def _distinct_autos(cells: list[dict]) -> list[dict]:

@@ -182,7 +182,7 @@ def test_unknown_recipe_is_one_line_naming_the_available_ones(tmp_path: Path):
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("aorta: error: In 'config': Could not find 'sweep/nope'")
-    assert "Available options in 'sweep': default, grid, repeat" in line
+    assert "Available options in 'sweep': agree, default, grid, repeat" in line
     assert not (tmp_path / "aorta_runs").exists()
 
 
@@ -248,7 +248,7 @@ def test_matrix_command_rebuilds_and_reports_unreadable_records(tmp_path: Path):
 def test_help_answers_and_lists_recipes(tmp_path: Path):
     done = run_aorta(["--help"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "sweep: default, grid, repeat" in done.stdout
+    assert "sweep: agree, default, grid, repeat" in done.stdout
     assert "== Config ==" in done.stdout and "trials: 2" in done.stdout
 
 
