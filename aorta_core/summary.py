@@ -22,7 +22,8 @@ def finish(output: Path) -> MatrixResult:
     from aorta_core.reports.sweep import write_sweep_report
 
     result = build(output)
-    agreement = write_agreement(output)
+    # Only a sweep=agree has cells marked ``agree``; other sweeps are not scanned a second time.
+    agreement = write_agreement(output) if any(c.get("agree") for c in result.cells) else None
     if agreement is not None:
         result.paths.append(agreement)
     report = write_sweep_report(output)
