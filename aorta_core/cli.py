@@ -1,5 +1,5 @@
 """The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse``,
-``report``, ``compare`` and ``timeline`` tools.
+``report``, ``compare``, ``agree`` and ``timeline`` tools.
 
 Kept light: polars, plotly and torch are imported only by the subcommands that use them.
 """
@@ -17,7 +17,7 @@ import orjson
 from aorta_core.argv import split_command
 from aorta_core.progress import console, error_line, warning_line
 
-SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "timeline")
+SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
 _OUTPUT_KEYS = ("output=", "+output=", "++output=")
 _INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
 
@@ -214,6 +214,34 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     return 1 if result.failures else 0
 
 
+def cmd_agree(ns: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from aorta_core.reports.agreement import write_agreement
+    from aorta_core.reports.sweep import write_sweep_report
+    from aorta_core.summary import print_agreement
+
+    output = Path(ns.output)
+    if ns.tolerance_pct is not None and not ns.tolerance_pct >= 0:
+        error_line(f"--tolerance-pct {ns.tolerance_pct}: must be a percentage >= 0, e.g. 5")
+        return 2
+    try:
+        path = write_agreement(output, ns.tolerance_pct) if (output / "cells").is_dir() else None
+    except OSError as exc:
+        error_line(f"cannot write the agreement of {output}: {exc}")
+        return 1
+    if path is None:
+        error_line(f"{output} holds no agreement sweep; make one with python -m aorta_core "
+                   f"sweep=agree output={output} -- <command>")
+        return 2
+    report = write_sweep_report(output, pngs=False if ns.no_png else None)
+    for written in (path, report):
+        if written is not None:
+            console().print(f"wrote {written}")
+    print_agreement(path, Console(highlight=False))  # the verdicts are the output: stdout
+    return 0
+
+
 def cmd_timeline(ns: argparse.Namespace) -> int:
     from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
 
@@ -300,6 +328,14 @@ def _add_report_parsers(sub) -> None:
     c.add_argument("--html", metavar="PATH", help="also write an HTML page")
     c.add_argument("--no-png", action="store_true", help="skip the PNG export of --html")
     c.set_defaults(func=cmd_compare)
+    a = sub.add_parser("agree", help="do the profilers of a sweep=agree agree? (rewrites "
+                                     "agreement.json and report.html)")
+    a.add_argument("output", help="the output folder of a sweep=agree")
+    a.add_argument("--tolerance-pct", type=float, metavar="X",
+                   help="a metric agrees when its sources are within X %% of each other "
+                        "(default: the sweep's agree.tolerance_pct)")
+    a.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    a.set_defaults(func=cmd_agree)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -22,6 +22,8 @@ Usage:
   aorta parse <collector> <artifact_dir> [key=value ...]   metrics of one artifact folder (JSON)
   aorta report sweep <output> | aorta report overlap --log-dir D --label L ... --output O
   aorta compare <run A> <run B> [--json|--html F] [--fail-on metric:pct]
+  aorta agree <output> [--tolerance-pct X]    do the profilers of a sweep=agree agree?
+                                              (agreement.json, report.html, the verdicts)
   aorta timeline <trial_dir|output> [--output F] [--ranks 0,1] [--steps 3-5] [--window A:B]
                                               every rank's traces on one clock, for Perfetto
 

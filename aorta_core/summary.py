@@ -3,24 +3,76 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from aorta_core.matrix import MatrixResult, build
 from aorta_core.progress import auto_text, console, warning_line
+from aorta_core.records import read_json
 
 
 def finish(output: Path) -> MatrixResult:
-    """What ends a sweep (and ``aorta matrix``): the matrix files, report.html, the summary."""
+    """What ends a sweep (and ``aorta matrix``): the matrix files, agreement.json of a
+    ``sweep=agree`` (before report.html, which shows it), report.html, the summary."""
+    from aorta_core.reports.agreement import write_agreement
     from aorta_core.reports.sweep import write_sweep_report
 
     result = build(output)
+    # Only a sweep=agree has cells marked ``agree``; other sweeps are not scanned a second time.
+    agreement = write_agreement(output) if any(c.get("agree") for c in result.cells) else None
+    if agreement is not None:
+        result.paths.append(agreement)
     report = write_sweep_report(output)
     if report is not None:
         result.paths.append(report)
+    if agreement is not None:
+        print_agreement(agreement, console())
     print_summary(result)
     return result
+
+
+_VERDICT_STYLE = {"agree": "green", "disagree": "red"}
+
+
+def _num(value: Any, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:.4g}{suffix}"
+
+
+def _signed_pct(value: Any) -> str:
+    return "" if value is None else f"{value:+.1f} %"
+
+
+def print_agreement(path: Path, out: Console) -> None:
+    """The verdicts of ``agreement.json``: per metric the overall one, and each source's where
+    two or more measured it (Δ: from the consensus), then the overhead (Δ: over the bare wall
+    time); collectors left out or refused are named once below the table."""
+    agreement = read_json(path)
+    table = Table(title=f"agreement (tolerance {agreement['tolerance_pct']:g} %)",
+                  title_justify="left")
+    for column in ("metric", "source", "median", "Δ", "verdict"):
+        table.add_column(column, justify="right" if column in ("median", "Δ") else "left")
+    absent = {n: ("left out of the agreement", c["skipped"]) if c.get("skipped") else
+              ("could not run", c["error"])
+              for n, c in agreement["collectors"].items() if c.get("skipped") or c.get("error")}
+    for metric, entry in agreement["metrics"].items():
+        measured = [(n, s["median"], s["deviation_pct"], s)
+                    for n, s in entry["sources"].items() if s["n"]]
+        rows = [("all", entry["consensus"], None, entry), *(measured if len(measured) > 1 else [])]
+        for i, (name, median, deviation, judged) in enumerate(rows):
+            table.add_row(metric if i == 0 else "", name, _num(median), _signed_pct(deviation),
+                          Text(judged["verdict"], style=_VERDICT_STYLE.get(judged["status"], "")))
+    for i, (name, o) in enumerate((n, o) for n, o in agreement["overhead"].items()
+                                  if n not in absent):
+        table.add_row("wall time" if i == 0 else "", name, _num(o["median_s"], " s"),
+                      _signed_pct(o["overhead_pct"]), Text(o["verdict"]))
+    out.print(table)
+    for name, (what, reason) in absent.items():
+        reason = str(reason).removeprefix(f"{name}: ")
+        out.print(f"[dim]{what}:[/] {escape(name)}: {escape(reason)}")
 
 
 def _distinct_autos(cells: list[dict]) -> list[dict]:

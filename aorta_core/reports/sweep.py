@@ -1,4 +1,5 @@
-"""The sweep's ``report.html``: cells, trial spread, top kernels per collector, trial links.
+"""The sweep's ``report.html``: agreement (``sweep=agree``), cells, trial spread, top kernels per
+collector, trial links.
 
 Written after every sweep (the core's end-of-sweep callback calls :func:`write_sweep_report`) and
 by ``aorta report sweep <output>``. It reads what the matrix step wrote (``matrix.json``,
@@ -17,7 +18,9 @@ from urllib.parse import quote
 import orjson
 
 from aorta_core.progress import warning_line
-from aorta_core.records import RECORD_NAME, BadRecord, load_record
+from aorta_core.records import RECORD_NAME, BadRecord, load_record, read_json
+from aorta_core.reports.agreement import AGREEMENT_NAME
+from aorta_core.reports.agreement_section import agreement_section
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, link
 from aorta_core.reports.timeline import TIMELINE_NAME
@@ -209,8 +212,15 @@ def _environments(page: Page, matrix: dict[str, Any]) -> None:
     page.table(["host", "GPUs", "python", "packages", "collectors"], rows)
 
 
-_SECTIONS = (("cells", _cells), ("trial spread", _spread), ("top kernels", _kernels),
-             ("trials", _trials), ("environments", _environments))
+def _agreement(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    """Only for a ``sweep=agree``: its cells carry ``agree`` (an old agreement.json left in a
+    folder now holding another sweep is not shown)."""
+    if any(c.get("agree") for c in matrix["cells"]) and (output / AGREEMENT_NAME).is_file():
+        agreement_section(page, read_json(output / AGREEMENT_NAME))
+
+
+_SECTIONS = (("agreement", _agreement), ("cells", _cells), ("trial spread", _spread),
+             ("top kernels", _kernels), ("trials", _trials), ("environments", _environments))
 
 
 def _build_page(output: Path) -> Page:
@@ -225,7 +235,7 @@ def _build_page(output: Path) -> Page:
     _header(page, output, matrix)
     for title, section in _SECTIONS:
         try:
-            if section in (_spread, _trials):
+            if section in (_agreement, _spread, _trials):
                 section(page, output, matrix)
             else:
                 section(page, matrix)
