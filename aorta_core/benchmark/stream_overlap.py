@@ -1,4 +1,4 @@
-"""Per-iteration overlap from timed stream intervals (CUDA-event timing only).
+"""Per-iteration overlap of the benchmark's streams, from their timed ranges (CUDA events only).
 
 A sweep over the range boundaries: between two consecutive boundaries the set of active
 streams (and collective kinds) is constant, so every interval is attributed exactly once.
@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from aorta_core.benchmark.schema import Overlap, OverlapMs, Range, Segment
+from aorta_core.intervals import union_length
 
 STREAMS = ("compute", "allreduce", "reducescatter", "aux")
 COMM_KINDS = ("allreduce", "reducescatter", "allgather")
@@ -69,15 +70,5 @@ def compute_overlap(ranges: Iterable[Range], total_ms: float) -> Overlap:
 
 def comm_union_ms(ranges: Iterable[Range]) -> float:
     """Length of the union of all communication intervals (HTA's denominator)."""
-    spans = sorted((r.start_ms, r.end_ms) for r in ranges if r.kind in COMM_KINDS)
-    total, cur_start, cur_end = 0.0, None, None
-    for start, end in spans:
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
+    comm = [r for r in ranges if r.kind in COMM_KINDS]
+    return union_length([r.start_ms for r in comm], [r.end_ms for r in comm])
