@@ -3,12 +3,13 @@
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
 the contract types, ``find_executable`` to locate the profiler a collector wraps,
 ``check_regex`` for regular-expression options, bounded reads of artifacts and JSON-safe
-numbers (docs/plugins.md).
+numbers; ``aorta_core.launch`` splits and rebuilds Python launches. Workloads open the selected
+collectors' in-process sessions with ``aorta_core.payload.session`` (docs/plugins.md).
 """
 
 import pluggy
 
-from aorta_core import _conf_tree
+from aorta_core import _conf_tree, payload
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
@@ -35,6 +36,7 @@ __all__ = [
     "hookimpl",
     "json_number",
     "open_limited",
+    "payload",
     "read_limit",
     "read_limited",
 ]

@@ -154,7 +154,7 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
 
 def cmd_report_overlap(ns: argparse.Namespace) -> int:
-    from aorta_core.reports.overlap import build_report
+    from aorta_core.reports.overlap_report import build_report
 
     dirs, labels = ns.log_dir, ns.label or []
     if len(labels) != len(dirs):

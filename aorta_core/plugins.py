@@ -94,7 +94,7 @@ def _names(variable: str) -> set[str]:
     return {n.strip() for n in os.environ.get(variable, "").split(",") if n.strip()}
 
 
-def _skipped(name: str) -> bool:
+def skipped(name: str) -> bool:
     """Disabled by ``AORTA_DISABLE_PLUGINS``, or left out of ``AORTA_LOAD_PLUGINS``."""
     allowed = _names("AORTA_LOAD_PLUGINS")
     return name in _names("AORTA_DISABLE_PLUGINS") or (bool(allowed) and name not in allowed)
@@ -115,7 +115,7 @@ def load_registry() -> Registry:
             registry.statuses.append(PluginStatus(ep.name, dist, version, "error", error))
             continue
         seen.add(ep.name)
-        if _skipped(ep.name):
+        if skipped(ep.name):
             registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
             continue
         # Isolated: an import that raises, exits or hangs costs only this collector.

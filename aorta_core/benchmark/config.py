@@ -107,7 +107,7 @@ class TelemetryConfig:
 
 @dataclass
 class ProfilingConfig:
-    """The PyTorch profiler block; ``AORTA_TORCHPROF_DIR`` (torchprof env mode) overrides it."""
+    """The PyTorch profiler block, run by a collector's in-process session (see profiling.py)."""
 
     enabled: bool = False
     wait: int = 1

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
+from aorta_core.matrix import WALL
 from aorta_core.reports import significance
 
-WALL = "wall_time_s"
 #: A metric is "higher is better" when its name contains one of these; all others (times
 #: ``_ms``/``_us``/``_s``, ``_bytes``, counts, loss) are "lower is better", as in asv.
 HIGHER_IS_BETTER = ("_per_s", "tflops", "gflops", "overlap_ratio", "hidden_ratio", "throughput")

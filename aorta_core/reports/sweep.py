@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import orjson
 
+from aorta_core.matrix import WALL
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
@@ -29,7 +30,6 @@ REPORT_NAME = "report.html"
 PNG_FOLDER = "report_png"
 MAX_SPREAD_FIGURES = 30
 MAX_TRIAL_ROWS = 2000
-WALL = "wall_time_s"
 
 
 def _href(*parts: str) -> str:

@@ -31,11 +31,12 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from aorta_core.benchmark.overlap import COMM_KINDS, merged
 from aorta_core.benchmark.schema import RankRecord, decode_line
+from aorta_core.benchmark.stream_overlap import COMM_KINDS
+from aorta_core.intervals import merged
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
-from aorta_core.reports.overlap import GLOB as JSONL_GLOB
+from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
 from aorta_core.reports.trace_events import (
     Event,
     Lanes,

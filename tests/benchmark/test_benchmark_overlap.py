@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aorta_core.benchmark.overlap import comm_union_ms, compute_overlap
 from aorta_core.benchmark.schema import Range
+from aorta_core.benchmark.stream_overlap import comm_union_ms, compute_overlap
 
 KIND_STREAM = {"forward": "compute", "backward": "compute", "allreduce": "allreduce",
                "reducescatter": "reducescatter", "allgather": "aux", "optimizer": "aux"}

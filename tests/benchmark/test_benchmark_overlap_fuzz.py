@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from needs import need
 
-from aorta_core.benchmark.overlap import compute_overlap
 from aorta_core.benchmark.schema import Range
+from aorta_core.benchmark.stream_overlap import compute_overlap
 
 hypothesis = need("hypothesis")
 st = hypothesis.strategies

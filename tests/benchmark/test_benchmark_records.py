@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import msgspec
@@ -12,10 +11,10 @@ import torch
 from aorta_core.benchmark.config import DataConfig, ModelConfig, ProfilingConfig
 from aorta_core.benchmark.gpu_diag import make_sampler, parse_amd_smi, parse_rocm_smi
 from aorta_core.benchmark.model import train_flops_per_step
-from aorta_core.benchmark.profiler import plan_profiler
+from aorta_core.benchmark.profiling import torch_profiler_request
 from aorta_core.benchmark.schema import Range, decode_line
+from aorta_core.benchmark.stream_timing import IterationTiming
 from aorta_core.benchmark.telemetry import StepInfo, Summary, build_record, write_metrics_atomic
-from aorta_core.benchmark.timeline import IterationTiming
 
 
 def info(step: int, step_time_ms: float = 10.0) -> StepInfo:
@@ -91,16 +90,17 @@ def test_gpu_diagnostics_on_cpu_warn_and_stay_absent():
         assert make_sampler(torch.device("cpu")) is None
 
 
-def test_torchprof_env_overrides_block_and_bad_json_warns(tmp_path: Path):
-    env = {"AORTA_TORCHPROF_DIR": str(tmp_path), "AORTA_TORCHPROF_OPTIONS":
-           '{"wait": 2, "active": 5, "tensorboard": true, "step_on": "optimizer"}'}
-    plan = plan_profiler(ProfilingConfig(), tmp_path / "run", 3, torch.device("cpu"), env)
-    assert plan.rank_dir == tmp_path / "rank3" and plan.source == "torchprof-env"
-    assert (plan.settings.enabled, plan.settings.wait, plan.settings.active) == (True, 2, 5)
-    assert plan.settings.tensorboard is True and plan.activities == ("cpu",)
-    assert plan_profiler(ProfilingConfig(), tmp_path, 0, torch.device("cpu"), {}) is None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        plan = plan_profiler(ProfilingConfig(), tmp_path, 0, torch.device("cpu"),
-                             {**env, "AORTA_TORCHPROF_OPTIONS": "{oops"})
-    assert plan.settings.wait == 1 and "not JSON" in str(caught[0].message)
+def test_profiling_block_becomes_a_torch_profiler_request(tmp_path: Path):
+    assert torch_profiler_request(ProfilingConfig(), tmp_path, 0, torch.device("cpu")) is None
+    block = ProfilingConfig(enabled=True, wait=2, active=5, gzip=True,
+                            trace_dir=str(tmp_path / "traces"))
+    assert torch_profiler_request(block, tmp_path / "run", 3, torch.device("cpu")) == {
+        "wait": 2, "warmup": 1, "active": 5, "repeat": 1, "skip_first": 0,
+        "record_shapes": True, "profile_memory": False, "with_stack": False,
+        "with_flops": False, "gzip": True, "key_averages": False, "chrome_trace": True,
+        "tensorboard": False, "step_on": "manual", "activities": ["cpu"],
+        "dir": str(tmp_path / "traces" / "rank3"),
+    }
+    default = torch_profiler_request(ProfilingConfig(enabled=True), tmp_path, 1,
+                                     torch.device("cpu"))
+    assert default["dir"] == str(tmp_path / "torch_profiler" / "rank1")

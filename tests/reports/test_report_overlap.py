@@ -9,7 +9,7 @@ from pathlib import Path
 from pytest import approx
 from reports.report_helpers import FIXTURES, aorta
 
-from aorta_core.reports.overlap import build_report
+from aorta_core.reports.overlap_report import build_report
 
 UPSTREAM = FIXTURES / "upstream_shaped"
 KEYS = ("count", "mean_loss", "mean_overlap_ms", "mean_compute_ms",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 from needs import need
 
-from aorta_core.reports.overlap import _row
+from aorta_core.reports.overlap_report import _row
 
 hypothesis = need("hypothesis")
 st = hypothesis.strategies

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import runpy
 import sys
 
+from aorta_core.launch import run_main
 from aorta_proton import session
 
 
@@ -39,14 +39,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run_target(target: list[str]) -> int:
     """Run ``target`` in this process the way ``python script.py`` / ``pytest`` would."""
-    sys.argv = list(target)
     if os.path.basename(target[0]) == "pytest":
         import pytest
 
+        sys.argv = list(target)
         return int(pytest.main(target[1:]))
-    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated):
-        sys.path[0] = os.path.dirname(os.path.abspath(target[0]))
-    runpy.run_path(target[0], run_name="__main__")
+    run_main(target)
     return 0
 
 

@@ -1,7 +1,8 @@
-"""Helper for payloads run with ``collector.proton.mode: env``.
+"""Proton inside the payload, for ``collector.proton.mode: env``.
 
-aorta leaves the command alone and exports ``AORTA_PROTON_*``; the payload calls :func:`start`
-(on one rank) before its GPU work and :func:`finalize` after it::
+aorta leaves the command alone and exports ``AORTA_PROTON_*``. A workload that opens
+``aorta_core.payload.session`` gets Proton on rank 0 through :func:`payload_session` (entry point
+``aorta.payload_sessions: proton``). Without aorta_core, call the helpers directly (on one rank)::
 
     from aorta_proton import payload
     payload.start()      # False, and nothing happens, outside an aorta proton trial
@@ -13,30 +14,53 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from aorta_proton import session
 
 _started = False
 
 
-def start() -> bool:
+def payload_session(rank: int, env: Mapping[str, str], **context: Any) -> _Session | None:
+    """Rank 0 of a ``mode: env`` trial profiles (one profile per trial); others run nothing."""
+    if rank != 0 or not env.get("AORTA_PROTON_NAME"):
+        return None
+    return _Session(env)
+
+
+class _Session:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def start(self) -> None:
+        start(self.env)
+
+    def step(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        finalize()
+
+
+def start(env: Mapping[str, str] | None = None) -> bool:
     """Start Proton from the ``AORTA_PROTON_*`` variables; ``False`` when they are absent."""
     global _started
-    name = os.environ.get("AORTA_PROTON_NAME")
+    env = os.environ if env is None else env
+    name = env.get("AORTA_PROTON_NAME")
     if not name:
         return False
     if _started:
         return True
-    os.makedirs(
-        os.environ.get("AORTA_PROTON_DIR") or os.path.dirname(os.path.abspath(name)), exist_ok=True
-    )
+    os.makedirs(env.get("AORTA_PROTON_DIR") or os.path.dirname(os.path.abspath(name)),
+                exist_ok=True)
     session.start(
         name,
-        context=os.environ.get("AORTA_PROTON_CONTEXT", "shadow"),
-        data=os.environ.get("AORTA_PROTON_DATA", "tree"),
-        backend=os.environ.get("AORTA_PROTON_BACKEND"),
-        mode=os.environ.get("AORTA_PROTON_MODE"),
-        hook=os.environ.get("AORTA_PROTON_HOOK"),
+        context=env.get("AORTA_PROTON_CONTEXT", "shadow"),
+        data=env.get("AORTA_PROTON_DATA", "tree"),
+        backend=env.get("AORTA_PROTON_BACKEND"),
+        mode=env.get("AORTA_PROTON_MODE"),
+        hook=env.get("AORTA_PROTON_HOOK"),
         exclusive=False,
     )
     _started = True

@@ -48,7 +48,8 @@ def collect_artifacts(artifact_dir: Path, options: ProtonOptions, run: TrialRun)
     files = sorted(p for glob in PROFILE_GLOBS for p in artifact_dir.rglob(glob))
     if not files and not run.timed_out:
         hint = (
-            "did the payload call aorta_proton.payload.start()?"
+            "did the payload open aorta_core.payload.session() or call "
+            "aorta_proton.payload.start()?"
             if options.mode == "env"
             else "see the trial's stderr"
         )

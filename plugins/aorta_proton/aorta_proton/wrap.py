@@ -88,7 +88,8 @@ def wrap(launch_: Launch, options: ProtonOptions, artifact_dir: Path) -> Launch:
     if options.mode == "env":
         _checked_python(launch_, env, options)
         return dataclasses.replace(launch_, env={**env, **proton_env(options, artifact_dir)})
-    interpreter_flags, target = launch.split_python(launch_.argv)
+    target = launch.cli_target(launch_.argv)
     python = _checked_python(launch_, env, options)
-    argv = (python, *interpreter_flags, "-m", RUNNER, *proton_flags(options, artifact_dir), *target)
+    runner = ("-m", RUNNER, *proton_flags(options, artifact_dir))
+    argv = dataclasses.replace(target, program=python).rebuild(*runner)
     return dataclasses.replace(launch_, argv=argv, env=env)

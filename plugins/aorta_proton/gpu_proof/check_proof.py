@@ -60,6 +60,14 @@ def main(root: Path) -> int:
     summary_has(root, "cupti_auto", KERNEL, 3)
     summary_has(root, "instrumentation", SCOPES, 2)
     summary_has(root, "env_mode", KERNEL, 2)
+    summary_has(root, "env_loop", KERNEL, 2)
+    summary_has(root, "env_benchmark", (*KERNEL, "workload_step_time_ms"), 2)
+    for sweep in ("env_loop", "env_benchmark"):
+        logs = [p.read_text(errors="replace") for p in (root / sweep).glob("cells/*/*/stderr.log")]
+        check(
+            len(logs) == 2 and not any("session failed" in log for log in logs),
+            f"{sweep}: Proton's payload session started in both trials (no 'session failed')",
+        )
     summary_has(root, "trace", KERNEL, 1)
     summary_has(root, "python_context_hook", KERNEL, 1)
 

@@ -7,6 +7,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXAMPLES=$(cd "$HERE/../../../examples/profiling/proton" && pwd)
+LOOP=$(cd "$HERE/../../../examples/payload" && pwd)/train.py
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:?set OUT to the folder that receives proton_proof.tar.gz and proton_proof.log}
 WORK=$(mktemp -d /tmp/proton_proof.XXXXXX)
@@ -41,6 +42,16 @@ sweep cupti_pcsampling 1 collector.proton.backend=cupti collector.proton.backend
 sweep instrumentation 2 collector.proton.backend=instrumentation \
   -- "$PYTHON" "$EXAMPLES/intra_kernel/gluon_scopes.py"
 sweep env_mode 2 collector.proton.mode=env -- "$PYTHON" "$EXAMPLES/env_mode/train_step.py"
+# Env mode through aorta_core.payload.session: a plain loop with its two lines, and the built-in
+# benchmark (its workload command, one rank), neither naming Proton in its code.
+sweep env_loop 2 collector.proton.mode=env -- "$PYTHON" "$LOOP" --steps 10 --width 1024
+say "sweep env_benchmark: workload=benchmark, 1 rank, model=small, 10 steps, bf16"
+start=$SECONDS
+(cd "$HERE" && timeout 420 "$PYTHON" -m aorta_core sweep=repeat collector=proton \
+   collector.proton.mode=env trials=2 timeout=300 output="$WORK/env_benchmark" \
+   workload=benchmark workload.nproc=1 workload.model=small workload.steps=10 \
+   workload.precision=bf16) >> "$LOG" 2>&1
+echo "   exit $? after $((SECONDS - start)) s" | tee -a "$LOG"
 sweep trace 1 collector.proton.data=trace -- "$PYTHON" "$VECADD"
 sweep python_context_hook 1 collector.proton.context=python collector.proton.hook=triton \
   -- "$PYTHON" "$VECADD"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aorta_core import FileRefused, read_limited
-from aorta_torchprof.overlap import overlap
+from aorta_torchprof.hta_overlap import overlap
 from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, Trace, decode, plausible
 
 if TYPE_CHECKING:

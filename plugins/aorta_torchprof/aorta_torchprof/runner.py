@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import atexit
 import os
-import runpy
 import sys
 import traceback
 
+from aorta_core.launch import run_main
 from aorta_torchprof.session import DIR_ENV, Session, options_from_env, rank_from_env
 
 USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"
@@ -30,17 +30,6 @@ def _exit_status(exc: SystemExit) -> int:
     return 1
 
 
-def _run_payload(argv: list[str]) -> int:
-    if argv[0] == "-m":
-        sys.argv = argv[1:]
-        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-    else:
-        sys.argv = list(argv)
-        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
-        runpy.run_path(argv[0], run_name="__main__")
-    return 0
-
-
 def main(argv: list[str]) -> int:
     if not argv or (argv[0] == "-m" and len(argv) < 2):
         print(USAGE, file=sys.stderr)
@@ -52,7 +41,8 @@ def main(argv: list[str]) -> int:
     session = Session(options_from_env(), out_dir, rank_from_env())
     session.start()
     try:
-        status = _run_payload(argv)
+        run_main(argv)
+        status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
     except KeyboardInterrupt:

@@ -1,9 +1,11 @@
 """One torch.profiler session driven by the collector's options, inside the profiled process.
 
-Used by the runner (wrap mode) and importable by any workload in env mode: it reads the
-``AORTA_TORCHPROF_DIR`` / ``AORTA_TORCHPROF_OPTIONS`` contract, names every output with the
-rank (``rank<R>``) and advances the schedule on optimizer steps, explicit ``step()`` calls, or
-not at all (``step_on=run``). torch is imported lazily so the plugin stays cheap to load.
+Used by the runner (wrap mode) and, through :func:`payload_session` (entry point
+``aorta.payload_sessions: torchprof``), by any workload that opens ``aorta_core.payload.session``:
+it reads the ``AORTA_TORCHPROF_DIR`` / ``AORTA_TORCHPROF_OPTIONS`` contract (env mode) or the
+workload's own ``torch_profiler`` request, names every output with the rank (``rank<R>``) and
+advances the schedule on optimizer steps, the workload's steps (``step_on=manual``), or not at
+all (``step_on=run``). torch is imported lazily so the plugin stays cheap to load.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -28,14 +31,17 @@ def options_to_env(options: TorchprofOptions, artifact_dir: Path) -> dict[str, s
     return {DIR_ENV: str(artifact_dir), OPTIONS_ENV: json.dumps(asdict(options))}
 
 
-def options_from_env(environ: dict[str, str] | None = None) -> TorchprofOptions:
+def options_from_env(environ: Mapping[str, str] | None = None) -> TorchprofOptions:
     """Rebuild the options from ``AORTA_TORCHPROF_OPTIONS``; unknown keys are ignored."""
-    raw = json.loads((environ or os.environ).get(OPTIONS_ENV) or "{}")
+    return _known_options(json.loads((environ or os.environ).get(OPTIONS_ENV) or "{}"))
+
+
+def _known_options(raw: Mapping[str, Any]) -> TorchprofOptions:
     known = {f.name for f in fields(TorchprofOptions)}
     return TorchprofOptions(**{k: v for k, v in raw.items() if k in known})
 
 
-def rank_from_env(environ: dict[str, str] | None = None) -> int:
+def rank_from_env(environ: Mapping[str, str] | None = None) -> int:
     """The global rank torchrun exported (``RANK``), 0 for a single process."""
     try:
         return int((environ or os.environ).get("RANK", "0"))
@@ -44,9 +50,47 @@ def rank_from_env(environ: dict[str, str] | None = None) -> int:
 
 
 def step() -> None:
-    """Advance the active session's schedule (``step_on=manual``); a no-op when none runs."""
+    """One iteration ended: advances the active session's schedule with ``step_on=manual``.
+
+    A no-op when no session runs, or when the schedule follows the optimizer or the whole run.
+    """
     if _active is not None:
         _active.step()
+
+
+def payload_session(
+    rank: int,
+    env: Mapping[str, str],
+    *,
+    torch_profiler: Mapping[str, Any] | None = None,
+    **context: Any,
+) -> Session | _RunnerSession | None:
+    """The session this process runs for ``aorta_core.payload.session``, or ``None``.
+
+    The sweep's env mode (``AORTA_TORCHPROF_DIR``) wins over the workload's own request
+    ``torch_profiler`` (option names, plus ``dir``: the trace folder). Under the runner (wrap
+    mode) its session already runs; the workload's steps reach it.
+    """
+    if _active is not None:
+        return _RunnerSession()
+    if env.get(DIR_ENV):
+        return Session(options_from_env(env), Path(env[DIR_ENV]), rank)
+    if torch_profiler:
+        return Session(_known_options(torch_profiler), Path(torch_profiler["dir"]), rank)
+    return None
+
+
+class _RunnerSession:
+    """The runner's session seen from the payload: the runner starts and stops it."""
+
+    def start(self) -> None:
+        pass
+
+    def step(self) -> None:
+        step()
+
+    def stop(self) -> None:
+        pass
 
 
 class Session:
@@ -94,10 +138,15 @@ class Session:
         if opts.step_on == "optimizer":
             from torch.optim.optimizer import register_optimizer_step_post_hook
 
-            self._hook = register_optimizer_step_post_hook(lambda *_: self.step())
+            self._hook = register_optimizer_step_post_hook(lambda *_: self._advance())
         _active = self
 
     def step(self) -> None:
+        """One iteration of the workload ended; the schedule advances with ``step_on=manual``."""
+        if self.options.step_on == "manual":
+            self._advance()
+
+    def _advance(self) -> None:
         self.steps += 1
         self._prof.step()
 

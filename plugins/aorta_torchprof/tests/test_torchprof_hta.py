@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 import pytest
-from aorta_torchprof.overlap import kernel_class
+from aorta_torchprof.hta_overlap import kernel_class
 from aorta_torchprof.parse import parse_dir
 from needs import need
 

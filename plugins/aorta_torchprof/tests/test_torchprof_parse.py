@@ -8,7 +8,14 @@ import warnings
 from pathlib import Path
 
 import polars as pl
-from aorta_torchprof.overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class, overlap
+from aorta_torchprof.hta_overlap import (
+    COMMUNICATION,
+    COMPUTATION,
+    MEMORY,
+    OTHER,
+    kernel_class,
+    overlap,
+)
 from aorta_torchprof.parse import parse_dir
 from aorta_torchprof.trace import rank_from_name
 
@@ -64,6 +71,7 @@ def test_torchrun_gloo_ranks_from_distributed_info() -> None:
 
 def test_rank_from_name() -> None:
     assert rank_from_name(Path("x/rank3.step4.pt.trace.json")) == 3
+    assert rank_from_name(Path("rank1/rank1_step4.pt.trace.json")) == 1  # the benchmark's old name
     assert rank_from_name(Path("rank-34.Jul_15.pt.trace.json.gz")) == 34
     assert rank_from_name(Path("tb/rank2/host_1.pt.trace.json")) == 2
     assert rank_from_name(Path("host_1.pt.trace.json")) == 0

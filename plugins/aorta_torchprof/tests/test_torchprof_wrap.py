@@ -13,7 +13,7 @@ import pytest
 from aorta_torchprof import plugin
 from aorta_torchprof.options import TorchprofOptions
 from aorta_torchprof.parse import parse_dir
-from aorta_torchprof.wrap import RUNNER, TORCHRUN_FLAGS
+from aorta_torchprof.wrap import RUNNER
 
 from aorta_core import Launch, OptionError, SetupError
 
@@ -59,18 +59,6 @@ def test_wrap_shapes(tmp_path: Path, argv: list[str], expected: list[str]) -> No
     assert list(launch.argv) == expected
     assert launch.env["AORTA_TORCHPROF_DIR"] == str(tmp_path)
     assert json.loads(launch.env["AORTA_TORCHPROF_OPTIONS"])["active"] == 3
-
-
-def test_torchrun_flag_table_matches_torch() -> None:
-    from torch.distributed.run import get_args_parser
-
-    flags = {
-        opt
-        for action in get_args_parser()._actions
-        if action.nargs == 0
-        for opt in action.option_strings
-    }
-    assert flags == TORCHRUN_FLAGS
 
 
 @pytest.mark.parametrize(

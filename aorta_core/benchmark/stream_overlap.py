@@ -1,4 +1,4 @@
-"""Per-iteration overlap from timed stream intervals (CUDA-event timing only).
+"""Per-iteration overlap of the benchmark's streams, from their timed ranges (CUDA events only).
 
 A sweep over the range boundaries: between two consecutive boundaries the set of active
 streams (and collective kinds) is constant, so every interval is attributed exactly once.
@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from aorta_core.benchmark.schema import Overlap, OverlapMs, Range, Segment
+from aorta_core.intervals import union_length
 
 STREAMS = ("compute", "allreduce", "reducescatter", "aux")
 COMM_KINDS = ("allreduce", "reducescatter", "allgather")
@@ -67,18 +68,7 @@ def compute_overlap(ranges: Iterable[Range], total_ms: float) -> Overlap:
     )
 
 
-def merged(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The union of intervals, as sorted disjoint intervals (touching ones join)."""
-    out: list[tuple[float, float]] = []
-    for start, end in sorted(spans):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
 def comm_union_ms(ranges: Iterable[Range]) -> float:
     """Length of the union of all communication intervals (HTA's denominator)."""
-    spans = merged((r.start_ms, r.end_ms) for r in ranges if r.kind in COMM_KINDS)
-    return sum(end - start for start, end in spans)
+    comm = [r for r in ranges if r.kind in COMM_KINDS]
+    return union_length([r.start_ms for r in comm], [r.end_ms for r in comm])

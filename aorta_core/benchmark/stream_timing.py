@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 
 from aorta_core.benchmark.schema import Range
+from aorta_core.benchmark.stream_overlap import STREAMS
 
-STREAMS = ("compute", "allreduce", "reducescatter", "aux")
 #: Dedicated stream of each collective kind (all-gathers share aux, as upstream does).
 STREAM_OF = {"allreduce": "allreduce", "reducescatter": "reducescatter", "allgather": "aux"}
 

@@ -2,7 +2,8 @@
 
 Kernel classes follow ``hta/common/types.py`` / ``hta/utils/utils.py: get_kernel_type`` (first
 match wins); intervals of one class are merged (``merge_kernel_intervals``: a new group starts
-when ``ts`` is past the running maximum end) and the overlap is the time both merged sets cover.
+when ``ts`` is past the running maximum end: :func:`aorta_core.intervals.union_length`) and the
+overlap is the time both merged sets cover.
 We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 sweep.
 """
 
@@ -13,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from aorta_core.intervals import union_length
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,24 +43,6 @@ def kernel_class(name: str) -> str:
     return OTHER
 
 
-def union_us(ts: pl.Series, end: pl.Series) -> float:
-    """Total length of the union of intervals ``[ts, end)`` (HTA's merge, then summed)."""
-    import polars as pl
-
-    if ts.len() == 0:
-        return 0.0
-    merged = (
-        pl.DataFrame({"ts": ts, "end": end})
-        .sort("ts")
-        .with_columns(
-            group=(pl.col("ts") > pl.col("end").cum_max().shift(1)).fill_null(False).cum_sum()
-        )
-        .group_by("group")
-        .agg(pl.col("ts").min(), pl.col("end").max())
-    )
-    return float((merged["end"] - merged["ts"]).sum())
-
-
 @dataclass(frozen=True)
 class Overlap:
     """One rank's merged communication and computation time and their overlap, in µs."""
@@ -82,7 +67,7 @@ def overlap(names: Iterable[str], ts: pl.Series, dur: pl.Series) -> Overlap:
     comm = frame.filter(pl.col("cls") == COMMUNICATION)
     comp = frame.filter(pl.col("cls") == COMPUTATION)
     both = frame.filter(pl.col("cls").is_in([COMMUNICATION, COMPUTATION]))
-    comm_us = union_us(comm["ts"], comm["end"])
-    comp_us = union_us(comp["ts"], comp["end"])
-    inter = comm_us + comp_us - union_us(both["ts"], both["end"])
+    comm_us = union_length(comm["ts"], comm["end"])
+    comp_us = union_length(comp["ts"], comp["end"])
+    inter = comm_us + comp_us - union_length(both["ts"], both["end"])
     return Overlap(comm_us, comp_us, max(inter, 0.0))

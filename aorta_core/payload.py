@@ -1,0 +1,130 @@
+"""Collectors inside the payload: the one call a workload makes so that they measure it from within.
+
+::
+
+    from aorta_core import payload
+
+    with payload.session(rank) as s:    # nothing runs outside an aorta trial
+        for batch in data:
+            train_step(batch)
+            s.step()                    # one iteration ended
+
+A collector offers an in-process session under the entry-point group ``aorta.payload_sessions``
+(entry-point name = collector name). Its target is a factory ``(rank, env, **context)`` that
+returns an object with ``start()``, ``step()`` and ``stop()``, or ``None`` when the collector has
+nothing to do in this process: its ``wrap_argv`` did not select it for this trial (its variables
+are absent from ``env``) and the workload did not ask for it in ``context``. Factories are loaded
+one by one and must be cheap to import; a profiler is imported in ``start()``.
+
+Sessions start in name order and stop in reverse. A session that fails to load, start, step or
+stop costs only itself: one warning, and the workload goes on without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+GROUP = "aorta.payload_sessions"
+_FAILED = object()
+
+
+class PayloadSession(Protocol):
+    """What a collector's factory returns."""
+
+    def start(self) -> None: ...
+
+    def step(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class Session:
+    """The workload's handle on every collector session that runs in this process."""
+
+    def __init__(self) -> None:
+        self._running: list[tuple[str, PayloadSession]] = []
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The collectors whose sessions run, in start order."""
+        return tuple(name for name, _ in self._running)
+
+    def step(self) -> None:
+        """Tell every session that one iteration (training step) of the workload ended."""
+        for name, running in list(self._running):
+            if _isolated(name, "step", running.step) is _FAILED:
+                self._running.remove((name, running))
+                _isolated(name, "stop", running.stop)
+
+
+@contextmanager
+def session(rank: int | None = None, **context: Any) -> Iterator[Session]:
+    """Start the collector sessions selected for this process; stop them when the block ends.
+
+    ``rank``: the process's global rank (default: ``$RANK``, else 0). ``context``: what the
+    workload tells collectors about itself, passed to every factory (``output_dir``, or a request
+    such as torchprof's ``torch_profiler``); a factory ignores keys it does not know.
+    """
+    env = dict(os.environ)
+    rank = _rank(env) if rank is None else rank
+    handle = Session()
+    try:
+        for name, factory in _factories():
+            made = _isolated(name, "factory", factory, rank, env, **context)
+            if made is not None and made is not _FAILED \
+                    and _isolated(name, "start", made.start) is not _FAILED:
+                handle._running.append((name, made))
+        yield handle
+    finally:
+        for name, running in reversed(handle._running):
+            _isolated(name, "stop", running.stop)
+        handle._running.clear()
+
+
+def _rank(env: Mapping[str, str]) -> int:
+    try:
+        return int(env.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def _factories() -> Iterator[tuple[str, Any]]:
+    """The installed factories by collector name, each loaded on its own (a failure warns)."""
+    from importlib_metadata import entry_points
+
+    from aorta_core.plugins import skipped
+
+    seen: set[str] = set()
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        if ep.name in seen or skipped(ep.name):
+            continue
+        seen.add(ep.name)
+        factory = _isolated(ep.name, "load", ep.load)
+        if factory is not _FAILED:
+            yield ep.name, factory
+
+
+def _isolated(name: str, what: str, call: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)``, or ``_FAILED`` with one warning: never the workload's error."""
+    try:
+        return call(*args, **kwargs)
+    except (Exception, SystemExit) as exc:
+        warnings.warn(
+            f"aorta payload: collector {name!r} session failed at {what} "
+            f"({type(exc).__name__}: {exc}); the workload goes on without it",
+            stacklevel=_workload_level(),
+        )
+        return _FAILED
+
+
+def _workload_level() -> int:
+    """The ``stacklevel`` that names the workload's line, not this module's or contextlib's."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__") in (__name__, "contextlib"):
+        frame, level = frame.f_back, level + 1
+    return level

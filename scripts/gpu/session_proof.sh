@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every GPU proof of one session in one device call, each step bounded so the call ends inside
+# the device's 10-minute limit (the steps are ordered by what matters most):
+#   1. README command 1 exactly as written, from a user's folder   (scripts/gpu/readme_command1.sh)
+#   2. sweep=agree of the issue's matmul payload, 3 rounds          (scripts/gpu/agree_proof.sh)
+#   3. the Nsight Compute example sweep                             (examples/profiling/ncu/run.sh)
+#   4. the 8-rank parallel trace-parse bench on 16 cores             (scripts/gpu/parse_bench_16core.sh)
+# Needs the carried dependencies unpacked into $SITE (on PYTHONPATH); installs aorta and the four
+# collectors from this checkout into it. Writes $OUT/<step>/... (at most 8 files in all).
+set -u
+OUT=${OUT:?set OUT}; SITE=${SITE:?set SITE}
+PY=${PYTHON:-python3}
+cd "$(dirname "$0")/../.."
+export PYTHONUNBUFFERED=1 AORTA_REPORT_PNG=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
+  NVSHMEM_DISABLE_NVLS=1
+W=$(mktemp -d /tmp/session.XXXXXX)
+mkdir -p "$OUT"
+exec > >(tee "$OUT/session.log") 2>&1
+begin=$SECONDS
+step() { echo; echo "== $1 (t=$((SECONDS - begin)) s, limit $2 s)"; }
+
+step "1 README command 1" 240
+OUT="$W/readme" timeout 240 bash scripts/gpu/readme_command1.sh; echo "step 1 exit $?"
+
+step "2 sweep=agree" 220
+mkdir -p "$W/agree"
+OUT="$W/agree" TRIALS=3 TRIAL_TIMEOUT=120 PYTHON="$PY" timeout 220 bash scripts/gpu/agree_proof.sh \
+  > /dev/null 2>&1; echo "step 2 exit $?"; tail -25 "$W/agree/agree_proof.log"
+
+step "3 ncu example" 130
+PATH="$(dirname "$(command -v "$PY")"):$PATH" timeout 130 bash examples/profiling/ncu/run.sh \
+  "$W/ncu_example" trials=1 > "$W/ncu_example.log" 2>&1; echo "step 3 exit $?"
+tail -8 "$W/ncu_example.log"
+
+if [ -f scripts/gpu/parse_bench_16core.sh ]; then
+  step "4 parallel parse bench" 90
+  mkdir -p "$W/parse"
+  OUT="$W/parse" timeout 90 bash scripts/gpu/parse_bench_16core.sh > "$W/parse.log" 2>&1
+  echo "step 4 exit $?"; tail -5 "$W/parse.log"
+fi
+
+echo; echo "== packing after $((SECONDS - begin)) s"
+cp "$W/readme/readme1.log" "$OUT/" 2>/dev/null
+tar czf "$OUT/evidence.tar.gz" -C "$W" --exclude='*.ncu-rep' --exclude='*.pt.trace.json*' \
+  --exclude='*.hatchet' readme agree ncu_example.log parse parse.log \
+  $(cd "$W" && ls -d ncu_example/matrix.json ncu_example/cells/*/trial_000/ncu/raw.csv 2>/dev/null)
+ls -la "$OUT"
