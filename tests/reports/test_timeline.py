@@ -26,12 +26,13 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def gloo_trial(tmp_path_factory) -> Path:
-    """One trial of the built-in benchmark, 2 gloo ranks, torchprof in env mode (schedule wait 1,
-    warmup 1, active 3: ProfilerStep#2-#4 in each rank's trace)."""
+    """One trial of the built-in benchmark, 2 gloo ranks, torchprof in env mode stepped by the
+    benchmark after each iteration (``step_on=manual``; schedule wait 1, warmup 1, active 3:
+    ProfilerStep#2-#4 in each rank's trace)."""
     out = tmp_path_factory.mktemp("gloo") / "sweep"
     done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",
                  "collector=torchprof", "collector.torchprof.mode=env", "workload.nproc=2",
-                 f"workload.steps={STEPS}",
+                 "collector.torchprof.step_on=manual", f"workload.steps={STEPS}",
                  cwd=out.parent, env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return next(out.glob("cells/*/trial_000"))
@@ -65,7 +66,7 @@ def _by_rank(doc: dict) -> dict[int, list[dict]]:
 
 
 def _inputs(trial: Path, rank: int) -> tuple[dict, list[dict]]:
-    trace = _load(next((trial / "torchprof").glob(f"rank{rank}/*.json")))
+    trace = _load(next((trial / "torchprof").glob(f"rank{rank}.*.json")))
     lines = (trial / "benchmark" / f"rank_{rank:02d}_metrics.jsonl").read_text().splitlines()
     return trace, [json.loads(line) for line in lines]
 
@@ -226,7 +227,7 @@ def test_record_passed_in_before_it_is_written(gloo_trial, tmp_path):
 
 def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     trial = _copy(gloo_trial, tmp_path)
-    broken = next((trial / "torchprof").glob("rank1/*.json"))
+    broken = next((trial / "torchprof").glob("rank1.*.json"))
     broken.write_bytes(broken.read_bytes()[:5000])
     done = aorta("timeline", str(trial), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
