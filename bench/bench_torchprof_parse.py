@@ -68,9 +68,10 @@ def _kernel_args(corr: int, ext: int, stream: int) -> str:
 
 
 def make_trace(
-    path: Path, n_events: int, seed: int = 0, steps: int = 8, integer_us: bool = False
+    path: Path, n_events: int, seed: int = 0, steps: int = 8, integer_us: bool = False,
+    rank: int = 0, world_size: int = 1,
 ) -> None:
-    """Write a Kineto-shaped trace of about ``n_events`` events (rank 0) to ``path``.
+    """Write a Kineto-shaped trace of about ``n_events`` events (of ``rank``) to ``path``.
 
     ``integer_us`` truncates ts/dur to whole µs, as 2023-era traces had them (and as HTA
     itself truncates while loading), so HTA and the parser see identical intervals.
@@ -164,8 +165,9 @@ def make_trace(
         out.extend(body)
         ext += 2
     head = (
-        '{\n  "schemaVersion": 1,\n  "distributedInfo": {"backend": "nccl", "rank": 0, '
-        '"world_size": 1},\n  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1,\n'
+        '{\n  "schemaVersion": 1,\n  "distributedInfo": {"backend": "nccl", '
+        f'"rank": {rank}, "world_size": {world_size}}},\n  "displayTimeUnit": "ms",\n'
+        '  "baseTimeNanoseconds": 1,\n'
         '  "traceEvents": [\n'
     )
     path.write_text(head + ",\n".join(out) + '\n  ],\n  "traceName": "synthetic"\n}\n')
@@ -236,7 +238,7 @@ def status_bytes(field: str) -> int:
 def _import(kind: str) -> None:
     """Load each contender's libraries before the clock starts (a one-off cost per process)."""
     modules = {
-        "ours": ["aorta_torchprof.parse", "polars"],
+        "ours": ["aorta_torchprof.parse"],
         "floor": ["msgspec"],
         "orjson": ["orjson"],
         "hta": ["hta.trace_analysis"],

@@ -8,14 +8,12 @@ We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 swee
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import polars as pl
+import numpy as np
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 
@@ -40,22 +38,20 @@ def kernel_class(name: str) -> str:
     return OTHER
 
 
-def union_us(ts: pl.Series, end: pl.Series) -> float:
-    """Total length of the union of intervals ``[ts, end)`` (HTA's merge, then summed)."""
-    import polars as pl
+def merge(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """HTA's ``merge_kernel_intervals`` of ``[start, end)``: a ``[2, k]`` array of the merged
+    intervals by start (a new one begins where a start is past every end before it)."""
+    if start.size == 0:
+        return np.empty((2, 0))
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    first = np.flatnonzero(np.r_[True, start[1:] > np.maximum.accumulate(end)[:-1]])
+    return np.vstack((start[first], np.maximum.reduceat(end, first)))
 
-    if ts.len() == 0:
-        return 0.0
-    merged = (
-        pl.DataFrame({"ts": ts, "end": end})
-        .sort("ts")
-        .with_columns(
-            group=(pl.col("ts") > pl.col("end").cum_max().shift(1)).fill_null(False).cum_sum()
-        )
-        .group_by("group")
-        .agg(pl.col("ts").min(), pl.col("end").max())
-    )
-    return float((merged["end"] - merged["ts"]).sum())
+
+def covered_us(intervals: np.ndarray) -> float:
+    """Total length of merged intervals (exactly rounded, so no summation order shows)."""
+    return math.fsum((intervals[1] - intervals[0]).tolist())
 
 
 @dataclass(frozen=True)
@@ -71,18 +67,10 @@ class Overlap:
         """HTA's ``comp_comm_overlap_ratio``; None (not 0) without communication."""
         return self.overlap_us / self.comm_us if self.comm_us > 0 else None
 
-
-def overlap(names: Iterable[str], ts: pl.Series, dur: pl.Series) -> Overlap:
-    """Overlap of one rank's GPU events (names, start µs, duration µs)."""
-    import polars as pl
-
-    classes = pl.Series("cls", [kernel_class(n) for n in names], dtype=pl.Categorical)
-    base = ts.min() if ts.len() else 0.0
-    frame = pl.DataFrame({"cls": classes, "ts": ts - base, "end": ts - base + dur})
-    comm = frame.filter(pl.col("cls") == COMMUNICATION)
-    comp = frame.filter(pl.col("cls") == COMPUTATION)
-    both = frame.filter(pl.col("cls").is_in([COMMUNICATION, COMPUTATION]))
-    comm_us = union_us(comm["ts"], comm["end"])
-    comp_us = union_us(comp["ts"], comp["end"])
-    inter = comm_us + comp_us - union_us(both["ts"], both["end"])
-    return Overlap(comm_us, comp_us, max(inter, 0.0))
+    @classmethod
+    def of(cls, comm: np.ndarray, compute: np.ndarray) -> Overlap:
+        """From merged communication and computation intervals (:func:`merge`)."""
+        comm_us, compute_us = covered_us(comm), covered_us(compute)
+        both = np.hstack((comm, compute))
+        inter = comm_us + compute_us - covered_us(merge(both[0], both[1]))
+        return cls(comm_us, compute_us, max(inter, 0.0))
