@@ -22,17 +22,18 @@ events), and a file that exhausts memory costs that file, never the caller:
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import resource
 import signal
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first pool: every
+    import multiprocessing.context  # aorta command imports this module, few start a pool
+    from concurrent.futures import Future
 
 #: Caps the worker processes of every :func:`parallel_map` (e.g. ``1`` on a shared login node).
 WORKERS_ENV = "AORTA_WORKERS"
@@ -134,6 +135,8 @@ def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     """``forkserver`` where there is one, preloading ``fn``'s module (and, as by default, the
     main module): the first pool starts the server, later workers fork from it with those
     imports done (a few ms instead of ~0.2 s each)."""
+    import multiprocessing
+
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
@@ -184,6 +187,9 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
     """Schedule on a pool, at most ``count`` items and ``free`` bytes in flight. A pool broken
     by a dead worker is replaced by one-worker pools for what was left, so the item that dies
     alone is the one that gets the error."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pending = [i for i in range(len(items)) if i not in refused]
     done: dict[int, Mapped[T]] = {i: _refuse(items[i], needs[i], free) for i in refused}
     emitted = 0
@@ -226,5 +232,7 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
 
 def _wait_one(running: dict[int, Future]) -> int:
     """The index of a finished future (waiting for one)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     finished = next(iter(wait(running.values(), return_when=FIRST_COMPLETED)[0]))
     return next(i for i, f in running.items() if f is finished)

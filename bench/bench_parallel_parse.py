@@ -8,6 +8,8 @@ and interleaved (sequential, parallel, sequential, ...), runs ``parse_dir`` with
 the parent's peak RSS against the sum of the files, and each worker's peak RSS (sampled from
 ``/proc``) against the largest file. With ``--big-mb`` it also writes one trace of that size
 and parses it in a subprocess whose address space is capped at ``--limit-gb`` (``RLIMIT_AS``).
+``cpu_control_ratio``: the same number of CPU-bound interpreters at once vs one after another,
+measured between the runs: the parallelism the (shared) machine actually gave.
 
 Targets (issue 17): on 2 cores parallel <= 0.6x sequential, on 16 cores <= 0.2x; each worker
 <= 2.5x its own file, the parent <= 0.25x the sum of the files; the 1 GB trace parses within
@@ -112,6 +114,23 @@ def _run(folder: Path, workers: int | None, limit_gb: float | None = None) -> di
     return result
 
 
+_SPIN = "n = 0\nfor i in range(4_000_000):\n    n += i"
+
+
+def cpu_control(processes: int) -> float:
+    """``processes`` CPU-bound interpreters at once vs one after another: the parallelism the
+    machine gives right now (other load included), the bound for the parse's ratio."""
+    argv = [sys.executable, "-c", _SPIN]
+    start = time.perf_counter()
+    for _ in range(processes):
+        subprocess.run(argv, check=True)
+    sequential = time.perf_counter() - start
+    start = time.perf_counter()
+    for proc in [subprocess.Popen(argv) for _ in range(processes)]:
+        proc.wait()
+    return (time.perf_counter() - start) / sequential
+
+
 def big_trace(folder: Path, mb: int, limit_gb: float) -> dict:
     """One ``mb`` trace (a 160 MB trace's events, repeated) parsed under an address-space cap."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -140,7 +159,8 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--events", type=int, default=550_000, help="events per rank")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--big-mb", type=int, default=0, help="also the big-trace check (MB)")
+    parser.add_argument("--big-mb", type=int, default=1024,
+                        help="the big-trace check's size in MB (0: skip it)")
     parser.add_argument("--limit-gb", type=float, default=4.0)
     parser.add_argument("--keep", type=Path, help="write the traces here and keep them")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
@@ -161,9 +181,11 @@ def main() -> None:
         sizes = generate(folder, args.ranks, args.events)
         generate_s = time.perf_counter() - start
         runs: dict[str, list[dict]] = {"sequential": [], "parallel": []}
+        control = []
         for _ in range(args.repeat):
             runs["sequential"].append(_run(folder, 1))
             runs["parallel"].append(_run(folder, None))
+            control.append(cpu_control(min(args.ranks, len(os.sched_getaffinity(0)) * 4)))
         big = big_trace(root / "big", args.big_mb, args.limit_gb) if args.big_mb else None
     seq, par = runs["sequential"], runs["parallel"]
     if any({k: r[k] for k in METRICS} != {k: seq[0][k] for k in METRICS} for r in seq + par):
@@ -181,6 +203,7 @@ def main() -> None:
         "sequential_s": round(seq_s, 3), "parallel_s": round(par_s, 3),
         "parallel_vs_sequential": round(par_s / seq_s, 3),
         "target_ratio": 0.6 if cores <= 2 else 0.2,
+        "cpu_control_ratio": round(statistics.median(control), 3),
         "worker_peak_vs_file": round(worker_peak / max(sizes), 3),
         "parent_peak_vs_files": round(parent_peak / sum(sizes), 3),
         "sequential_peak_vs_file": round(max(r["parent_peak"] for r in seq) / max(sizes), 3),
