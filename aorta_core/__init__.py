@@ -2,9 +2,10 @@
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
 the contract types, ``find_executable`` to locate the profiler a collector wraps,
-``check_regex`` for regular-expression options, bounded reads of artifacts and JSON-safe
-numbers; ``aorta_core.launch`` splits and rebuilds Python launches. Workloads open the selected
-collectors' in-process sessions with ``aorta_core.payload.session`` (docs/plugins.md).
+``check_regex`` for regular-expression options, bounded reads of artifacts, JSON-safe numbers
+and ``parallel_map`` to parse many files in worker processes; ``aorta_core.launch`` splits and
+rebuilds Python launches. Workloads open the selected collectors' in-process sessions with
+``aorta_core.payload.session`` (docs/plugins.md).
 """
 
 import pluggy
@@ -15,6 +16,7 @@ from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError,
 from aorta_core.executables import find_executable
 from aorta_core.files import FileRefused, check_regular, open_limited, read_limit, read_limited
 from aorta_core.numbers import json_number
+from aorta_core.parallel import Mapped, decoded_bytes, parallel_map
 
 __version__ = "0.1.0"
 
@@ -26,16 +28,19 @@ __all__ = [
     "CollectorInfo",
     "FileRefused",
     "Launch",
+    "Mapped",
     "OptionError",
     "SetupError",
     "TrialRun",
     "__version__",
     "check_regex",
     "check_regular",
+    "decoded_bytes",
     "find_executable",
     "hookimpl",
     "json_number",
     "open_limited",
+    "parallel_map",
     "payload",
     "read_limit",
     "read_limited",

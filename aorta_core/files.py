@@ -164,7 +164,7 @@ def read_limited(path: Path, root: Path | None = None, limit: int | None = None)
         return handle.read()
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path | str, limit: int) -> bytes:
     """A small file aorta reads often (record, cell file, workload metrics): regular, not a link
     (the last path component is never followed), at most ``limit`` bytes; no decompression."""
     try:
@@ -174,10 +174,17 @@ def read_regular(path: Path, limit: int) -> bytes:
     except OSError as exc:
         reason = "is a link" if exc.errno == errno.ELOOP else f"cannot be read ({exc.strerror})"
         raise FileRefused(f"{path} {reason}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:  # raw reads of the size fstat gives: no file object, no buffer of the whole budget
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused(f"{path} is not a regular file")
         if info.st_size > limit:
             raise _over(path, f"is {info.st_size / (1 << 20):.1f} MiB, over", limit)
-        return handle.read(limit + 1)
+        data = os.read(fd, info.st_size + 1)
+        while info.st_size < len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
+            data += more  # it grew since fstat
+        if len(data) > limit:
+            raise _over(path, "grew over", limit)
+        return data
+    finally:
+        os.close(fd)

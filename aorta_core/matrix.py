@@ -3,17 +3,21 @@
 Run at the end of every sweep and on demand (``aorta matrix <output>``), e.g. after a cluster
 array. Statistics cover the passing trials of each cell only.
 
-Speed: records are decoded (and validated) by msgspec into :class:`TrialRecord`; polars turns
-their metrics into one wide frame, one row per trial and one column per metric, so that no
-Python loop runs per metric.
+Speed (bench/bench_core.py, linear from 1,000 to 100,000 records): records are read with raw
+reads and decoded (and validated) by msgspec into :class:`TrialRecord` with the cyclic garbage
+collector paused; their metrics become one wide polars frame, one row per trial and one typed
+column per metric, built column by column (one list per metric, no Series per row).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,7 @@ STATS = ("mean", "median", "std", "min", "max", "n")
 WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
 _ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True)
@@ -69,44 +74,69 @@ def _trial_index(name: str) -> int | None:
     return int(digits) if name.startswith("trial_") and digits.isdigit() else None
 
 
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: decoding 100k records allocates millions of
+    containers, and the collections they trigger (scanning every one already made, none of
+    them part of a cycle) cost more than the decoding itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def scan(output: Path) -> tuple[list[dict], list[TrialRecord], list[BadRecord]]:
     """(cell descriptions, valid trial records, bad records) under ``output/cells``.
 
     A record counts only where it stands: it must name its cell and its trial folder's index.
     """
     cells, records, bad = [], [], []
-    for cell_entry in _subdirs(output / "cells"):
-        cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
-        cell["dir"] = f"cells/{cell_entry.name}"
-        cells.append(cell)
-        for trial_entry in _subdirs(Path(cell_entry.path)):
-            index = _trial_index(trial_entry.name)
-            if index is None:
-                continue
-            try:
-                records.append(load_record(Path(trial_entry.path) / RECORD_NAME,
-                                           str(cell["cell"]), index))
-            except FileNotFoundError:
-                continue
-            except BadRecord as exc:
-                bad.append(exc)
+    with _no_gc():
+        for cell_entry in _subdirs(output / "cells"):
+            cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
+            cell["dir"] = f"cells/{cell_entry.name}"
+            cells.append(cell)
+            name = str(cell["cell"])
+            for trial_entry in _subdirs(Path(cell_entry.path)):
+                index = _trial_index(trial_entry.name)
+                if index is None:
+                    continue
+                try:  # a str path: a Path per record costs as much as reading it
+                    records.append(load_record(os.path.join(trial_entry.path, RECORD_NAME),
+                                               name, index))
+                except FileNotFoundError:
+                    continue
+                except BadRecord as exc:
+                    bad.append(exc)
     return cells, records, bad
 
 
 def _metrics_frame(records: list[TrialRecord]):
-    """One row per record, one column per metric; a metric whose type differs between trials
-    becomes text, the others stay numbers."""
+    """One row per record, one column per metric, and the columns whose values are JSON text
+    of lists. A column typed per metric: numbers (ints alone stay ints), bools, text, lists of
+    text (as JSON, decoded again for ``matrix.json``); a metric whose type differs between
+    trials becomes JSON text, the others keep theirs."""
     import polars as pl
 
     rows = [r.metrics for r in records]
-    if not rows:
-        return pl.DataFrame()
-    try:
-        return pl.from_dicts(rows, infer_schema_length=None)
-    except (pl.exceptions.PolarsError, TypeError, ValueError):
-        mixed = [{k: v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                  else msgspec.json.encode(v).decode() for k, v in row.items()} for row in rows]
-        return pl.from_dicts(mixed, infer_schema_length=None, strict=False)
+    series, json_columns = [], set()
+    for key in dict.fromkeys(chain.from_iterable(rows)):  # polars' from_dicts: a Series per list
+        values = [row.get(key) for row in rows]
+        kinds = set(map(type, values)) - {type(None)}
+        if kinds <= {int, float} and kinds:
+            series.append(pl.Series(key, values, pl.Int64 if kinds == {int} else pl.Float64,
+                                    strict=False))
+        elif kinds in ({bool}, {str}):
+            series.append(pl.Series(key, values, pl.Boolean if bool in kinds else pl.String))
+        else:  # lists of text, or a metric whose type changed between trials
+            if kinds == {list}:
+                json_columns.add(key)
+            series.append(pl.Series(key, [None if v is None else msgspec.json.encode(v).decode()
+                                          for v in values], pl.String))
+    return pl.DataFrame(series), json_columns
 
 
 def _wide(records: list[TrialRecord], axis_names: list[str], metrics):
@@ -144,14 +174,15 @@ def _summaries(wide, numeric: list[str]) -> dict[str, dict[str, dict[str, Any]]]
     return out
 
 
-def _texts(wide, text: list[str]) -> dict[str, dict[str, Any]]:
+def _texts(wide, text: list[str], json_columns: set[str]) -> dict[str, dict[str, Any]]:
     """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     import polars as pl
 
     text = [c for c in text if not c.endswith("_artifact_dir")]
     firsts = (wide.filter(pl.col("verdict") == "pass").sort("cell", "trial")
               .group_by("cell", maintain_order=True).first().select("cell", *text))
-    return {row.pop("cell"): {k: v for k, v in row.items() if v is not None}
+    return {row.pop("cell"): {k: msgspec.json.decode(v) if k in json_columns else v
+                              for k, v in row.items() if v is not None}
             for row in firsts.iter_rows(named=True)}
 
 
@@ -172,7 +203,7 @@ def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
         )
     if text:
         frames.append(
-            wide.select(*index, *(_as_text(wide, c) for c in text))
+            wide.select(*index, *(pl.col(c).cast(pl.String) for c in text))
             .unpivot(index=index, on=text, variable_name="metric", value_name="text")
             .drop_nulls("text")
             .with_columns(value=pl.lit(None, dtype=pl.Float64))
@@ -180,21 +211,15 @@ def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
     return pl.concat([f.select(list(schema)) for f in frames])
 
 
-def _as_text(wide, column: str):
-    import polars as pl
-
-    dtype = wide.schema[column]
-    if isinstance(dtype, pl.List):
-        return pl.Series(column, [None if v is None else msgspec.json.encode(v).decode()
-                                  for v in wide[column].to_list()], dtype=pl.String)
-    return pl.col(column).cast(pl.String)
-
-
 def _environments(records: list[TrialRecord]) -> list[dict[str, Any]]:
     """The distinct machines/software stacks of the sweep (what makes runs comparable)."""
-    distinct: dict[bytes, dict[str, Any]] = {}
-    for rec in records:
-        key = {k: rec.environment.get(k) for k in _ENVIRONMENT_KEYS}
+    seen: dict[bytes, list[Any]] = {}
+    for rec in records:  # most records share one: a cheap key first, the sorted one per distinct
+        values = [rec.environment.get(k) for k in _ENVIRONMENT_KEYS]
+        seen.setdefault(_encode(values), values)
+    distinct = {}
+    for values in seen.values():
+        key = dict(zip(_ENVIRONMENT_KEYS, values, strict=True))
         distinct.setdefault(msgspec.json.encode(key, order="sorted"), key)
     return [distinct[k] for k in sorted(distinct)]
 
@@ -232,18 +257,23 @@ def _cell_entries(cells: list[dict], records: list[TrialRecord], summaries, text
 
 def build(output: Path) -> MatrixResult:
     """Scan ``output`` and write the three matrix files atomically."""
+    with _no_gc():  # until _build's records and frames are freed
+        return _build(Path(output))
+
+
+def _build(output: Path) -> MatrixResult:
     from aorta_core.perfmd import render
 
-    output = Path(output)
     cells, records, bad = scan(output)
-    metrics = _metrics_frame(records)
+    metrics, json_columns = _metrics_frame(records)
     metric_schema = metrics.schema
     axis_names = sorted({a for r in records for a in r.axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
     wide = _wide(records, axis_names, metrics)
     numeric = [WALL, *(c for c, t in metric_schema.items() if t.is_numeric())]
     text = [c for c, t in metric_schema.items() if not t.is_numeric()]
-    matrix_cells = _cell_entries(cells, records, _summaries(wide, numeric), _texts(wide, text))
+    matrix_cells = _cell_entries(cells, records, _summaries(wide, numeric),
+                                 _texts(wide, text, json_columns))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
         for k in totals:

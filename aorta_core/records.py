@@ -80,9 +80,9 @@ class TrialRecord(msgspec.Struct, kw_only=True):
 class BadRecord(ValueError):
     """A record that cannot be used; the message names the file and what is wrong."""
 
-    def __init__(self, path: Path, reason: str) -> None:
+    def __init__(self, path: Path | str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
-        self.path = path
+        self.path = Path(path)
 
 
 def _enc_hook(obj: Any) -> Any:
@@ -111,14 +111,15 @@ def write_record(path: Path, record: TrialRecord) -> None:
     write_json_atomic(path, record)
 
 
-def decode_record(data: bytes, source: Path) -> TrialRecord:
+def decode_record(data: bytes, source: Path | str) -> TrialRecord:
     try:
         return _decode_record(data)
     except msgspec.DecodeError as exc:
         raise BadRecord(source, str(exc)) from None
 
 
-def load_record(path: Path, cell: str | None = None, trial: int | None = None) -> TrialRecord:
+def load_record(path: Path | str, cell: str | None = None, trial: int | None = None
+                ) -> TrialRecord:
     """The record at ``path``; :class:`BadRecord` when it cannot be used as trial ``trial`` of
     ``cell``, :class:`FileNotFoundError` when there is none."""
     try:

@@ -15,14 +15,23 @@ SOURCES = (
 )
 
 TARGETS = {
-    "core": "trial overhead over a bare `subprocess.run` <= 30 ms; matrix of 10,000 records <= 2x "
-            "walking the folders and reading the files' bytes; `aorta plugins` and `--help` <= 1 s",
+    "core": "trial overhead over a bare `subprocess.run` <= 30 ms (in-process `run_trial`, and "
+            "per trial of the real CLI `sweep=repeat` from its records' clocks); matrix of "
+            "100,000 records <= 2x walking the folders and reading the files' bytes, growing "
+            "linearly from 1,000 (`matrix_growth`: build time per record at each size); "
+            "`--help` no slower than `aorta plugins`, both <= 1 s",
     "rocprof_parse": "1,000,000-row kernel trace: no slower than `polars.read_csv` of the file, "
                      ">= 10x faster than `csv.DictReader`, peak RSS <= file size",
-    "torchprof_parse": "200 MB trace to metrics and overlap: <= 1.5x a typed msgspec decode of "
-                       "name/cat/ph/ts/dur, >= 30x faster than HTA, peak memory <= 2.5x file size "
-                       "(`ours_peak_vs_file`: the whole process, libraries preloaded; "
-                       "`ours_peak_added_vs_file`: what the parse adds)",
+    "torchprof_parse": "one ~160 MB trace to metrics and overlap: ~1.15x a typed msgspec "
+                       "decode of name/cat/ph/ts/dur, >= 30x faster than HTA load + overlap, "
+                       "peak memory <= 2.5x file size (`ours_peak_vs_file`: the whole process, "
+                       "libraries preloaded; `ours_peak_added_vs_file`: what the parse adds)",
+    "parallel_parse": "eight ~160 MB rank traces parsed by worker processes vs one after "
+                      "another: <= 0.6x on 2 cores (<= 0.2x on 16: GPU section); each worker "
+                      "<= 2.5x its file, the parent <= 0.25x the sum of the files; a 1 GB trace "
+                      "parses within a 4 GB address space (`big_trace`). "
+                      "`cpu_control_ratio`: eight CPU-bound interpreters at once vs one after "
+                      "another in the same run, the parallelism the machine actually gave",
     "timeline": "8-rank 1.3 GB capture merged by `aorta timeline`: peak memory the merge adds "
                 "<= 1.5x holding one rank's decoded trace, holding all ranks >= 4x the merge's, "
                 "time <= 4x a typed msgspec decode of name/cat/ph/ts/dur of every rank",

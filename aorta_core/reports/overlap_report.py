@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from aorta_core.files import read_limited
+from aorta_core.parallel import decoded_bytes, parallel_map
 from aorta_core.records import write_json_atomic
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Page
@@ -92,30 +94,53 @@ def _rank(path: Path, payload: dict[str, Any]) -> int | None:
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
 
-def load(dataset: Dataset, notes: list[str]) -> None:
-    """Read every rank file of the dataset's folders; problems become notes, never errors."""
-    for folder in dataset.folders:
-        if not folder.is_dir():
-            notes.append(f"{dataset.label}: {folder} is not a folder; pass the benchmark's "
-                         "output_dir (the folder holding rank_*_metrics.jsonl)")
+def load(datasets: list[Dataset], notes: list[str]) -> None:
+    """Read every rank file of the datasets' folders, in parallel worker processes
+    (:func:`~aorta_core.parallel.parallel_map`); problems become notes, never errors."""
+    files: list[tuple[Dataset, Path]] = []
+    for dataset in datasets:
+        for folder in dataset.folders:
+            if not folder.is_dir():
+                notes.append(f"{dataset.label}: {folder} is not a folder; pass the benchmark's "
+                             "output_dir (the folder holding rank_*_metrics.jsonl)")
+                continue
+            found = sorted(folder.glob(GLOB))
+            if not found:
+                notes.append(f"{dataset.label}: no {GLOB} in {folder}; pass the benchmark's "
+                             "output_dir")
+            files += [(dataset, path) for path in found]
+    paths = [path for _, path in files]
+    for (dataset, path), done in zip(files, parallel_map(_read_file, paths, need=_need),
+                                     strict=True):
+        if done.error is not None:
+            notes.append(f"{dataset.label}: cannot read {path} ({done.error}); skipped")
             continue
-        files = sorted(folder.glob(GLOB))
-        if not files:
-            notes.append(f"{dataset.label}: no {GLOB} in {folder}; pass the benchmark's "
-                         "output_dir")
-        for path in files:
-            _load_file(dataset, path, notes)
+        rows, bad, without = done.value
+        dataset.rows += [{"label": dataset.label, **row} for row in rows]
+        if bad:
+            notes.append(f"{dataset.label}: {path}: {len(bad)} malformed line(s) skipped "
+                         f"(first: line {bad[0]})")
+        if without:
+            notes.append(f"{dataset.label}: {path}: {without} iteration(s) without "
+                         "profile.overlap (CPU run or telemetry off) left out of the overlap "
+                         "means")
 
 
-def _load_file(dataset: Dataset, path: Path, notes: list[str]) -> None:
+def _need(path: Path) -> int:
+    """Lines and their decoded objects, a few times the file."""
+    try:
+        return 4 * decoded_bytes(path)
+    except OSError:
+        return 0
+
+
+def _read_file(path: Path) -> tuple[list[dict[str, Any]], list[int], int]:
+    """One rank file (in a worker): its rows, its malformed line numbers, and how many
+    iterations had no ``profile.overlap``."""
+    rows: list[dict[str, Any]] = []
     bad: list[int] = []
     without = 0
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        notes.append(f"{dataset.label}: cannot read {path} ({exc.strerror}); skipped")
-        return
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(read_limited(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -128,13 +153,8 @@ def _load_file(dataset: Dataset, path: Path, notes: list[str]) -> None:
             continue
         row = _row(payload)
         without += not row["has_overlap"]
-        dataset.rows.append({"label": dataset.label, "rank": _rank(path, payload), **row})
-    if bad:
-        notes.append(f"{dataset.label}: {path}: {len(bad)} malformed line(s) skipped "
-                     f"(first: line {bad[0]})")
-    if without:
-        notes.append(f"{dataset.label}: {path}: {without} iteration(s) without profile.overlap "
-                     "(CPU run or telemetry off) left out of the overlap means")
+        rows.append({"rank": _rank(path, payload), **row})
+    return rows, bad, without
 
 
 def frame(rows: list[dict[str, Any]]):
@@ -274,8 +294,7 @@ def build_report(pairs: list[tuple[str, Path]], output: Path, reference: str | N
         if label in datasets:
             notes.append(f"label {label!r} given twice; its folders are pooled")
         datasets.setdefault(label, Dataset(label, [])).folders.append(Path(folder))
-    for dataset in datasets.values():
-        load(dataset, notes)
+    load(list(datasets.values()), notes)
     df = frame([row for d in datasets.values() for row in d.rows])
     import polars as pl
 

@@ -2,23 +2,20 @@
 
 Kernel classes follow ``hta/common/types.py`` / ``hta/utils/utils.py: get_kernel_type`` (first
 match wins); intervals of one class are merged (``merge_kernel_intervals``: a new group starts
-when ``ts`` is past the running maximum end: :func:`aorta_core.intervals.union_length`) and the
-overlap is the time both merged sets cover.
-We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 sweep.
+when ``ts`` is past the running maximum end) and the overlap is the time both merged sets cover.
+We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 sweep. The merging is
+the core's one interval union (:mod:`aorta_core.intervals`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-from aorta_core.intervals import union_length
+import numpy as np
 
-if TYPE_CHECKING:
-    import polars as pl
+from aorta_core.intervals import covered, merge
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 
@@ -56,18 +53,10 @@ class Overlap:
         """HTA's ``comp_comm_overlap_ratio``; None (not 0) without communication."""
         return self.overlap_us / self.comm_us if self.comm_us > 0 else None
 
-
-def overlap(names: Iterable[str], ts: pl.Series, dur: pl.Series) -> Overlap:
-    """Overlap of one rank's GPU events (names, start µs, duration µs)."""
-    import polars as pl
-
-    classes = pl.Series("cls", [kernel_class(n) for n in names], dtype=pl.Categorical)
-    base = ts.min() if ts.len() else 0.0
-    frame = pl.DataFrame({"cls": classes, "ts": ts - base, "end": ts - base + dur})
-    comm = frame.filter(pl.col("cls") == COMMUNICATION)
-    comp = frame.filter(pl.col("cls") == COMPUTATION)
-    both = frame.filter(pl.col("cls").is_in([COMMUNICATION, COMPUTATION]))
-    comm_us = union_length(comm["ts"], comm["end"])
-    comp_us = union_length(comp["ts"], comp["end"])
-    inter = comm_us + comp_us - union_length(both["ts"], both["end"])
-    return Overlap(comm_us, comp_us, max(inter, 0.0))
+    @classmethod
+    def of(cls, comm: np.ndarray, compute: np.ndarray) -> Overlap:
+        """From merged communication and computation intervals (:func:`merge`)."""
+        comm_us, compute_us = covered(comm), covered(compute)
+        both = np.hstack((comm, compute))
+        inter = comm_us + compute_us - covered(merge(both[0], both[1]))
+        return cls(comm_us, compute_us, max(inter, 0.0))

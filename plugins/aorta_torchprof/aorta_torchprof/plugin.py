@@ -1,6 +1,6 @@
 """The torchprof collector's hook implementations (entry point ``aorta.collectors: torchprof``).
 
-Cheap to import: torch, polars and msgspec load only inside the hooks that need them.
+Cheap to import: torch, numpy and msgspec load only inside the hooks that need them.
 """
 
 from __future__ import annotations

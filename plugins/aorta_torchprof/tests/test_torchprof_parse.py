@@ -7,17 +7,19 @@ import json
 import warnings
 from pathlib import Path
 
-import polars as pl
+import numpy as np
 from aorta_torchprof.hta_overlap import (
     COMMUNICATION,
     COMPUTATION,
     MEMORY,
     OTHER,
+    Overlap,
     kernel_class,
-    overlap,
 )
 from aorta_torchprof.parse import parse_dir
 from aorta_torchprof.trace import rank_from_name
+
+from aorta_core.intervals import merge
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -71,7 +73,6 @@ def test_torchrun_gloo_ranks_from_distributed_info() -> None:
 
 def test_rank_from_name() -> None:
     assert rank_from_name(Path("x/rank3.step4.pt.trace.json")) == 3
-    assert rank_from_name(Path("rank1/rank1_step4.pt.trace.json")) == 1  # the benchmark's old name
     assert rank_from_name(Path("rank-34.Jul_15.pt.trace.json.gz")) == 34
     assert rank_from_name(Path("tb/rank2/host_1.pt.trace.json")) == 2
     assert rank_from_name(Path("host_1.pt.trace.json")) == 0
@@ -90,13 +91,19 @@ def test_hta_kernel_classes() -> None:
 
 def test_overlap_on_hand_made_intervals() -> None:
     names = ["nccl_a", "gemm", "gemm", "nccl_b", "Memcpy HtoD"]
-    ts = pl.Series([0.0, 5.0, 8.0, 30.0, 0.0])
-    dur = pl.Series([10.0, 4.0, 6.0, 10.0, 100.0])
-    result = overlap(names, ts, dur)
+    ts = np.array([0.0, 5.0, 8.0, 30.0, 0.0])
+    end = ts + np.array([10.0, 4.0, 6.0, 10.0, 100.0])
+    classes = np.array([kernel_class(n) for n in names])
+    comm, comp = classes == COMMUNICATION, classes == COMPUTATION
+    result = Overlap.of(merge(ts[comm], end[comm]), merge(ts[comp], end[comp]))
     # comm = [0,10) ∪ [30,40) = 20; comp = [5,14) = 9; both = [5,10) = 5.
     assert (result.comm_us, result.compute_us, result.overlap_us) == (20.0, 9.0, 5.0)
     assert result.ratio == 0.25
-    assert overlap(["gemm"], pl.Series([0.0]), pl.Series([3.0])).ratio is None
+    one = merge(np.array([0.0]), np.array([3.0]))
+    assert Overlap.of(merge(np.array([]), np.array([])), one).ratio is None
+    # HTA's merge joins touching intervals and keeps the order of starts, not of ends
+    assert merge(np.array([4.0, 0.0, 2.0]), np.array([5.0, 2.0, 3.0])).tolist() == [[0.0, 4.0],
+                                                                                     [3.0, 5.0]]
 
 
 def test_missing_and_empty_dirs(tmp_path: Path) -> None:

@@ -1,0 +1,75 @@
+"""A 1 GB trace under a 4 GB address-space limit (``ulimit -v``): it parses, and under a limit
+it cannot fit in, the parse ends with a warning that says so, never with the process killed.
+
+The trace is generated here (a 60k-event Kineto-shaped trace's events repeated to 1 GB, about
+3 s on 2 cores); each parse runs in a subprocess whose ``RLIMIT_AS`` is set before anything is
+imported, so the interpreter and its libraries count against the limit too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "bench_torchprof_parse.py"
+_PARSE = """
+import json, resource, sys, warnings
+cap = int(float(sys.argv[1]) * (1 << 30))
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+from aorta_torchprof.parse import parse_dir
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    metrics = parse_dir(sys.argv[2])
+print(json.dumps({"metrics": metrics, "warnings": [str(w.message) for w in caught]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def one_gb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """A folder holding one 1 GB trace, and the kernel count of the 60k-event unit."""
+    spec = importlib.util.spec_from_file_location("bench_torchprof_parse", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = tmp_path_factory.mktemp("big")
+    unit = folder / "unit.json"
+    bench.make_trace(unit, 60_000)
+    head, rest = unit.read_bytes().split(b'"traceEvents": [\n', 1)
+    body, tail = rest.rsplit(b"\n  ],", 1)
+    unit.unlink()
+    copies = round(1e9 / len(body))
+    (folder / "torchprof").mkdir()
+    with (folder / "torchprof" / "rank0.pt.trace.json").open("wb") as fh:
+        fh.write(head + b'"traceEvents": [\n' + body)
+        for _ in range(copies - 1):
+            fh.write(b",\n" + body)
+        fh.write(b"\n  ]," + tail)
+    return folder / "torchprof", copies
+
+
+def _parse(folder: Path, limit_gb: float) -> dict:
+    done = subprocess.run([sys.executable, "-c", _PARSE, str(limit_gb), str(folder)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_1gb_trace_parses_within_4gb_of_address_space(one_gb: tuple[Path, int]) -> None:
+    folder, copies = one_gb
+    assert (folder / "rank0.pt.trace.json").stat().st_size >= 0.95e9
+    result = _parse(folder, 4)
+    assert result["warnings"] == []
+    kernels = result["metrics"]["torchprof_kernel_count"]
+    assert kernels > 0 and kernels % copies == 0  # every copy counted, none dropped
+
+
+def test_too_little_memory_is_a_warning_not_a_kill(one_gb: tuple[Path, int]) -> None:
+    folder, _ = one_gb
+    result = _parse(folder, 1.5)
+    assert result["metrics"] == {}
+    [warning] = result["warnings"]
+    assert "rank0.pt.trace.json could not be parsed in the memory this process may use" in warning
+    assert "address-space limit 1536 MiB" in warning and "its metrics are omitted" in warning

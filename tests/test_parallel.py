@@ -1,0 +1,64 @@
+"""aorta_core.parallel_map: real worker processes, in order, failures per item."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import parallel_tasks
+import pytest
+
+from aorta_core.parallel import WORKERS_ENV, available_memory, decoded_bytes, parallel_map
+
+
+def test_values_come_back_in_order_from_other_processes() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = list(parallel_map(parallel_tasks.square, range(6), workers=2))
+    assert [d.item for d in done] == list(range(6))
+    assert [d.value[0] for d in done] == [n * n for n in range(6)]
+    assert {d.value[1] for d in done} - {os.getpid()}, "nothing ran in a worker"
+    # a worker's warning is re-emitted here, where the caller's catch_warnings sees it
+    assert [str(w.message).split(" (")[0] for w in caught] == ["three is odd"]
+
+
+def test_one_worker_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKERS_ENV, "1")
+    assert {d.value[1] for d in parallel_map(parallel_tasks.square, range(3))} == {os.getpid()}
+    monkeypatch.delenv(WORKERS_ENV)
+    assert [d.value[1] for d in parallel_map(parallel_tasks.square, [5])] == [os.getpid()]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_failure_costs_its_item_only(workers: int) -> None:
+    items = [0, 1, 2, 4] + ([3] if workers > 1 else [])  # SIGKILL would end this process
+    done = {d.item: d for d in parallel_map(parallel_tasks.fail_on, items, workers=workers)}
+    assert done[0].value == 0 and done[4].value == 4
+    assert done[1].error == "ValueError: one is not allowed" and not done[1].memory
+    assert done[2].error.startswith("out of memory (") and done[2].memory
+    if workers > 1:
+        assert "worker process died" in done[3].error and done[3].memory
+
+
+def test_an_item_that_cannot_fit_is_refused_before_it_runs() -> None:
+    free = available_memory()
+    assert free is not None and free > 0
+    done = list(parallel_map(parallel_tasks.square, [2, 7], need=lambda n: free * n, workers=2))
+    assert done[0].error.startswith("needs about") and done[0].memory
+    assert done[0].error.endswith("not attempted") and done[1].error is not None
+
+
+def test_workers_see_the_environment_of_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    list(parallel_map(parallel_tasks.env, ["A", "B"], workers=2))  # the forkserver is up
+    monkeypatch.setenv("AORTA_READ_LIMIT_MB", "7")
+    done = list(parallel_map(parallel_tasks.env, ["AORTA_READ_LIMIT_MB"] * 2, workers=2))
+    assert [d.value for d in done] == ["7", "7"]
+
+
+def test_decoded_bytes_reads_the_gzip_trailer(tmp_path) -> None:
+    import gzip
+
+    (tmp_path / "a.json").write_bytes(b"x" * 1000)
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(b"x" * 100_000))
+    assert decoded_bytes(tmp_path / "a.json") == 1000
+    assert decoded_bytes(tmp_path / "a.json.gz") == 100_000
