@@ -8,6 +8,7 @@ OUT=${OUT:?set OUT}; SITE=${SITE:?set SITE to the folder on PYTHONPATH}
 PY=${PYTHON:-python3}
 cd "$(dirname "$0")/../.."
 W=$(mktemp -d /tmp/readme1.XXXXXX)
+mkdir -p "$OUT"
 {
   "$PY" -m pip install -q --no-deps --no-build-isolation --target "$SITE" . plugins/aorta_*/ 2>&1 | grep -v WARNING
   cd "$W"  # a user's own folder, not the checkout
