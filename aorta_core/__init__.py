@@ -14,7 +14,8 @@ from aorta_core import _conf_tree, payload
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
-from aorta_core.files import FileRefused, check_regular, open_limited, read_limit, read_limited
+from aorta_core.files import (FileRefused, check_regular, mapped_limited, open_limited, read_limit,
+                              read_limited)
 from aorta_core.numbers import json_number
 from aorta_core.parallel import Mapped, decoded_bytes, parallel_map
 
@@ -39,6 +40,7 @@ __all__ = [
     "find_executable",
     "hookimpl",
     "json_number",
+    "mapped_limited",
     "open_limited",
     "parallel_map",
     "payload",

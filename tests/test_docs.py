@@ -35,8 +35,8 @@ def test_every_plugin_helper_is_documented_with_its_signature():
     import aorta_core
 
     text = DOC.read_text()
-    helpers = ["open_limited", "read_limited", "check_regular", "read_limit", "json_number",
-               "parallel_map", "decoded_bytes"]
+    helpers = ["open_limited", "read_limited", "mapped_limited", "check_regular", "read_limit",
+               "json_number", "parallel_map", "decoded_bytes"]
     assert set(helpers) <= set(aorta_core.__all__)
     for name in helpers:
         function = getattr(aorta_core, name)

@@ -10,6 +10,7 @@ work after the decode is a small fraction of the decode itself.
 from __future__ import annotations
 
 import math
+import mmap
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from aorta_core import FileRefused, read_limited
+from aorta_core import FileRefused, mapped_limited
 from aorta_core.intervals import merge
 from aorta_torchprof.hta_overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class
 from aorta_torchprof.trace import GPU_CATS, MAX_US, NO_CORRELATION, decode, plausible
@@ -58,13 +59,18 @@ class FileSummary:
 
 def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
     """Decode ``path`` only as far as the metrics need: lanes and correlations are decoded
-    too for CPU ops (no GPU lane) and for HTA's step filter (``drop_last``)."""
+    too for CPU ops (no GPU lane) and for HTA's step filter (``drop_last``). The file is
+    mapped, not copied: the trial that wrote it has ended."""
     try:
-        data = read_limited(path, root)
+        with mapped_limited(path, root) as data:
+            return _summarise(path, data, drop_last)
     except FileRefused as exc:
         return FileSummary(path, skipped=f"{exc}; its metrics are omitted")
     except (OSError, EOFError, zlib.error) as exc:  # zlib: a corrupt .gz body
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
+
+
+def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool) -> FileSummary:
     try:
         trace = decode(path, data)
         lane = _Lane.of([e for e in trace.events if e.cat in GPU_CATS])
@@ -75,7 +81,6 @@ def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
             lane = _Lane.of(_hta_step_filter(trace.events, events) if drop_last else events)
     except ValueError as exc:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
-    del data
     if lane is not None:
         return FileSummary(path, trace.rank, gpu=lane.summary())
     return FileSummary(path, trace.rank, cpu_ops=_cpu_self_times(trace.events))

@@ -7,6 +7,7 @@ carry unexpected types falls back to a tolerant generic decode. ``ts``/``dur`` a
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ class Trace:
     events: list[Any] = field(default_factory=list)
 
 
-def decode(path: Path, data: bytes, full: bool = False) -> Trace:
+def decode(path: Path, data: bytes | mmap.mmap, full: bool = False) -> Trace:
     """Decode a trace's bytes (``full``: with lanes and correlations); ``ValueError`` when it
     is not a Kineto trace."""
     try:
