@@ -64,3 +64,18 @@ def test_fifos_and_links_out_are_refused_without_blocking(tmp_path: Path):
                 pass
     finally:
         outside.unlink()
+
+
+def test_a_file_truncated_while_mapped_costs_its_worker_only(tmp_path: Path):
+    """SIGBUS ends the worker that read past the new end; parallel_map runs that file again
+    alone, and it is read as it now is (empty); the other file is not touched."""
+    import parallel_tasks
+
+    from aorta_core import parallel_map
+
+    for name in ("whole.json", "cut.json"):
+        (tmp_path / name).write_bytes(b"x" * (1 << 20) + b"!")
+    items = [str(tmp_path / "whole.json"), str(tmp_path / "cut.json")]
+    whole, cut = parallel_map(parallel_tasks.last_byte, items, workers=2)
+    assert whole.value == ((1 << 20) + 1, ord("!")) and cut.value == (0, None)
+    assert (tmp_path / "cut.json.attempts").read_text().count("attempt") == 2  # one died
