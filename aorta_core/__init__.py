@@ -14,8 +14,14 @@ from aorta_core import _conf_tree, payload
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
-from aorta_core.files import (FileRefused, check_regular, mapped_limited, open_limited, read_limit,
-                              read_limited)
+from aorta_core.files import (
+    FileRefused,
+    check_regular,
+    mapped_limited,
+    open_limited,
+    read_limit,
+    read_limited,
+)
 from aorta_core.numbers import json_number
 from aorta_core.parallel import Mapped, decoded_bytes, parallel_map
 

@@ -37,15 +37,15 @@ def test_an_empty_file_is_empty_bytes(tmp_path: Path):
 def test_over_the_limit_is_refused_before_mapping(tmp_path: Path):
     path = tmp_path / "big.json"
     path.write_bytes(b" " * (3 << 20))
-    with pytest.raises(FileRefused, match=r"big.json is 3.0 MiB, over the 2 MiB read limit; "
-                                          r"raise it with read_limit_mb=<MiB>"):
-        with mapped_limited(path, limit=2 << 20):
-            pass
+    with (pytest.raises(FileRefused, match=r"big.json is 3.0 MiB, over the 2 MiB read limit; "
+                                           r"raise it with read_limit_mb=<MiB>"),
+          mapped_limited(path, limit=2 << 20)):
+        pass
     gz = tmp_path / "bomb.json.gz"
     gz.write_bytes(gzip.compress(b" " * (3 << 20)))
-    with pytest.raises(FileRefused, match="decompresses to more than the 2 MiB read limit"):
-        with mapped_limited(gz, limit=2 << 20):
-            pass
+    with (pytest.raises(FileRefused, match="decompresses to more than the 2 MiB read limit"),
+          mapped_limited(gz, limit=2 << 20)):
+        pass
 
 
 def test_fifos_and_links_out_are_refused_without_blocking(tmp_path: Path):
@@ -56,12 +56,12 @@ def test_fifos_and_links_out_are_refused_without_blocking(tmp_path: Path):
     inside.mkdir()
     (inside / "link.json").symlink_to(outside)
     try:
-        with pytest.raises(FileRefused, match="is not a regular file"):
-            with mapped_limited(tmp_path / "fifo.json"):
-                pass
-        with pytest.raises(FileRefused, match="links outside"):
-            with mapped_limited(inside / "link.json", inside):
-                pass
+        with (pytest.raises(FileRefused, match="is not a regular file"),
+              mapped_limited(tmp_path / "fifo.json")):
+            pass
+        with (pytest.raises(FileRefused, match="links outside"),
+              mapped_limited(inside / "link.json", inside)):
+            pass
     finally:
         outside.unlink()
 
