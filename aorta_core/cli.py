@@ -12,8 +12,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import orjson
-
 from aorta_core.argv import split_command
 from aorta_core.progress import console, error_line, warning_line
 
@@ -35,6 +33,12 @@ def _with_output(args: list[str]) -> tuple[list[str], Path]:
         output = Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
         out.append(f"output={output}")
     return out, output
+
+
+def _print_json(obj) -> None:
+    from aorta_core.records import dump_json
+
+    sys.stdout.write(dump_json(obj).decode() + "\n")
 
 
 def _load_registry_or_exit():
@@ -92,7 +96,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         row["description"] = collector.info.description if collector else None
         row["times_comparable"] = collector.info.times_comparable if collector else None
     if ns.json:
-        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        _print_json(rows)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -149,7 +153,7 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     for note in notes.by_collector.get(ns.collector, []):
         warning_line(f"{ns.collector}: {note}")
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
-    sys.stdout.write(orjson.dumps(metrics, option=orjson.OPT_INDENT_2).decode() + "\n")
+    _print_json(metrics)
     return 0
 
 
@@ -200,8 +204,7 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         error_line(str(exc))
         return 2
     if ns.json:
-        sys.stdout.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode()
-                         + "\n")
+        _print_json(result.to_json())
     else:
         sys.stdout.write(markdown(result, only_changed=ns.only_changed))
     if ns.html:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from aorta_core.matrix import WALL
 from aorta_core.reports import significance
@@ -81,8 +81,8 @@ def load_run(path: Path) -> Run:
 
     path = Path(path)
     try:
-        matrix = orjson.loads((path / "matrix.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
+        matrix = msgspec.json.decode((path / "matrix.json").read_bytes())
+    except (OSError, msgspec.DecodeError) as exc:
         raise CompareError(f"{path}: no readable matrix.json ({exc}); pass a sweep's output "
                            f"folder, or run aorta matrix {path}") from None
     try:

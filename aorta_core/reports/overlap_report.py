@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from aorta_core.files import read_limited
 from aorta_core.parallel import decoded_bytes, parallel_map
@@ -144,8 +144,8 @@ def _read_file(path: Path) -> tuple[list[dict[str, Any]], list[int], int]:
         if not line.strip():
             continue
         try:
-            payload = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            payload = msgspec.json.decode(line)
+        except msgspec.DecodeError:
             bad.append(number)
             continue
         if not isinstance(payload, dict):

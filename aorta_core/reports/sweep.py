@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import orjson
+import msgspec
 
 from aorta_core.matrix import WALL
 from aorta_core.progress import warning_line
@@ -47,7 +47,7 @@ def _stat(summary: dict[str, Any] | None) -> str:
 
 
 def _load_matrix(output: Path) -> dict[str, Any]:
-    data = orjson.loads((output / "matrix.json").read_bytes())
+    data = msgspec.json.decode((output / "matrix.json").read_bytes())
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise ValueError("matrix.json holds no cells list")
     data["cells"] = [c for c in data["cells"] if isinstance(c, dict) and "cell" in c]
@@ -154,8 +154,8 @@ def _kernels(page: Page, matrix: dict[str, Any]) -> None:
 def _names(value: Any) -> list[str]:
     if isinstance(value, str):
         try:
-            value = orjson.loads(value)
-        except orjson.JSONDecodeError:
+            value = msgspec.json.decode(value)
+        except msgspec.DecodeError:
             return [value]
     return [str(v) for v in value] if isinstance(value, list) else []
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import orjson
 from msgspec import UNSET, UnsetType
 
 from aorta_core.files import open_limited, read_limited
@@ -64,7 +63,7 @@ _ENCODER = msgspec.json.Encoder()
 
 def raw(obj: Any) -> msgspec.Raw:
     """``args`` of an event we make."""
-    return msgspec.Raw(orjson.dumps(obj))
+    return msgspec.Raw(msgspec.json.encode(obj))
 
 
 def read_trace(path: Path) -> TraceDoc:
@@ -211,7 +210,7 @@ class TraceWriter:
     def close(self, extra: dict[str, Any]) -> None:
         self._fh.write(b"\n]")
         for key, value in extra.items():
-            self._fh.write(b"," + orjson.dumps(key) + b":" + orjson.dumps(value))
+            self._fh.write(b"," + msgspec.json.encode(key) + b":" + msgspec.json.encode(value))
         self._fh.write(b"}\n")
         self._fh.close()
         os.replace(self._tmp, self.path)
