@@ -63,7 +63,7 @@ _ENCODER = msgspec.json.Encoder()
 
 def raw(obj: Any) -> msgspec.Raw:
     """``args`` of an event we make."""
-    return msgspec.Raw(msgspec.json.encode(obj))
+    return msgspec.Raw(_ENCODER.encode(obj))
 
 
 def read_trace(path: Path) -> TraceDoc:
@@ -210,7 +210,7 @@ class TraceWriter:
     def close(self, extra: dict[str, Any]) -> None:
         self._fh.write(b"\n]")
         for key, value in extra.items():
-            self._fh.write(b"," + msgspec.json.encode(key) + b":" + msgspec.json.encode(value))
+            self._fh.write(b"," + _ENCODER.encode(key) + b":" + _ENCODER.encode(value))
         self._fh.write(b"}\n")
         self._fh.close()
         os.replace(self._tmp, self.path)

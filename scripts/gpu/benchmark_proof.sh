@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU proof of the built-in benchmark (issue 6) on one NVIDIA GPU (H200, torch 2.11 + CUDA).
-# Needs aorta-core installed (pip install -e . plus hydra-core, msgspec, orjson; nvidia-ml-py for
+# Needs aorta-core installed (pip install -e . plus hydra-core and msgspec; nvidia-ml-py for
 # the gpu fields). Writes at most 6 files under $OUT:
 #   proof.log           everything printed, in order
 #   bench_summary.json  matmul rate, compute-stream fraction, telemetry on/off (bench/bench_benchmark_gpu.py)
@@ -17,8 +17,8 @@ exec > >(tee "$OUT/proof.log") 2>&1
 cd "$(dirname "$0")/../.."
 
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1 || true
-"$PY" -c "import torch, hydra, msgspec, orjson, aorta_core.benchmark; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \
-  || { echo "install aorta-core and its dependencies first (pip install -e . --no-deps + hydra-core msgspec orjson)"; exit 1; }
+"$PY" -c "import torch, hydra, msgspec, aorta_core.benchmark; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0))" \
+  || { echo "install aorta-core and its dependencies first (pip install -e . --no-deps + hydra-core msgspec)"; exit 1; }
 
 echo "== 1. telemetry run: bf16, GPU diagnostics, profiler block (2 traced steps)"
 timeout 600 "$PY" -m aorta_core.benchmark device=cuda model=base training.mixed_precision=bf16 \

@@ -5,7 +5,7 @@
 #   - Nsight Compute: version, sets, sections, and raw-page CSVs of a torch matmul and a Triton
 #     kernel (basic/detailed/full sets, base and auto units), under torchrun too, and the console
 #     text of its failure cases.
-# Needs aorta-core importable (PYTHONPATH) with hydra/msgspec/orjson; writes under $OUT.
+# Needs aorta-core importable (PYTHONPATH) with hydra/msgspec; writes under $OUT.
 set -uo pipefail
 OUT=${OUT:?set OUT}
 PY=${PYTHON:-python3}
