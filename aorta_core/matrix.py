@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,23 @@ def scan(output: Path) -> tuple[list[dict], list[TrialRecord], list[BadRecord]]:
     return cells, records, bad
 
 
+def _metric_columns(rows: list[dict[str, Any]]) -> tuple[dict[str, list], list[int] | None]:
+    """Metric name -> its value in each row (None where a row lacks it), and the rows' order in
+    those columns where it is not theirs. Rows are grouped by their key sequence (a sweep has a
+    few: one per set of collectors and outcome) and each group is transposed by ``zip``, in C: a
+    ``dict.get`` per row and metric costs more than decoding the records."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(tuple(row), []).append(i)
+    columns: dict[str, list] = {key: [] for key in dict.fromkeys(chain.from_iterable(groups))}
+    for keys, members in groups.items():
+        values = zip(*(rows[i].values() for i in members), strict=True)
+        transposed = dict(zip(keys, values, strict=True))
+        for key, column in columns.items():
+            column.extend(transposed.get(key) or repeat(None, len(members)))
+    return columns, (list(chain.from_iterable(groups.values())) if len(groups) > 1 else None)
+
+
 def _metrics_frame(records: list[TrialRecord]):
     """One row per record, one column per metric, and the columns whose values are JSON text
     of lists. A column typed per metric: numbers (ints alone stay ints), bools, text, lists of
@@ -121,10 +138,9 @@ def _metrics_frame(records: list[TrialRecord]):
     trials becomes JSON text, the others keep theirs."""
     import polars as pl
 
-    rows = [r.metrics for r in records]
+    columns, order = _metric_columns([r.metrics for r in records])
     series, json_columns = [], set()
-    for key in dict.fromkeys(chain.from_iterable(rows)):  # polars' from_dicts: a Series per list
-        values = [row.get(key) for row in rows]
+    for key, values in columns.items():
         kinds = set(map(type, values)) - {type(None)}
         if kinds <= {int, float} and kinds:
             series.append(pl.Series(key, values, pl.Int64 if kinds == {int} else pl.Float64,
@@ -136,7 +152,10 @@ def _metrics_frame(records: list[TrialRecord]):
                 json_columns.add(key)
             series.append(pl.Series(key, [None if v is None else msgspec.json.encode(v).decode()
                                           for v in values], pl.String))
-    return pl.DataFrame(series), json_columns
+    frame = pl.DataFrame(series)
+    if order is not None and frame.width:  # back to the records' order
+        frame = frame.select(pl.all().gather(pl.Series(order).arg_sort()))
+    return frame, json_columns
 
 
 def _wide(records: list[TrialRecord], axis_names: list[str], metrics):
@@ -214,8 +233,12 @@ def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
 def _environments(records: list[TrialRecord]) -> list[dict[str, Any]]:
     """The distinct machines/software stacks of the sweep (what makes runs comparable)."""
     seen: dict[bytes, list[Any]] = {}
-    for rec in records:  # most records share one: a cheap key first, the sorted one per distinct
-        values = [rec.environment.get(k) for k in _ENVIRONMENT_KEYS]
+    previous = None
+    for rec in records:  # runs of records share one: compared whole (in C) before keyed
+        if rec.environment == previous:
+            continue
+        previous = rec.environment
+        values = [previous.get(k) for k in _ENVIRONMENT_KEYS]
         seen.setdefault(_encode(values), values)
     distinct = {}
     for values in seen.values():
@@ -224,15 +247,14 @@ def _environments(records: list[TrialRecord]) -> list[dict[str, Any]]:
     return [distinct[k] for k in sorted(distinct)]
 
 
-def _cell_entries(cells: list[dict], records: list[TrialRecord], summaries, texts
+def _cell_entries(cells: list[dict], records: list[TrialRecord], wide, summaries, texts
                   ) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
-    first: dict[str, TrialRecord] = {}
-    for rec in records:
-        c = counts.setdefault(rec.cell, dict.fromkeys(("total", *VERDICTS), 0))
-        c["total"] += 1
-        c[rec.verdict] += 1
-        first.setdefault(rec.cell, rec)
+    for cell, verdict, n in wide.group_by("cell", "verdict").len().iter_rows():
+        c = counts.setdefault(cell, dict.fromkeys(("total", *VERDICTS), 0))
+        c["total"] += n
+        c[verdict] += n
+    first = {rec.cell: rec for rec in reversed(records)}
     entries = []
     for cell in cells:
         name = cell["cell"]
@@ -272,7 +294,7 @@ def _build(output: Path) -> MatrixResult:
     wide = _wide(records, axis_names, metrics)
     numeric = [WALL, *(c for c, t in metric_schema.items() if t.is_numeric())]
     text = [c for c, t in metric_schema.items() if not t.is_numeric()]
-    matrix_cells = _cell_entries(cells, records, _summaries(wide, numeric),
+    matrix_cells = _cell_entries(cells, records, wide, _summaries(wide, numeric),
                                  _texts(wide, text, json_columns))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:

@@ -123,3 +123,18 @@ def test_a_metric_whose_type_changes_between_trials_becomes_text(tmp_path: Path)
     long = pl.read_parquet(tmp_path / "matrix.parquet")
     texts = long.filter(pl.col("metric") == "x_a")["text"].to_list()
     assert len(texts) == 2 and '["odd"]' in texts
+
+
+def test_trials_with_different_metric_sets_keep_their_own_values(tmp_path: Path):
+    """Rows are grouped by their metric names to build the columns; each value must still land
+    on its own trial's row."""
+    shapes = [("x_a", "x_b"), ("x_b",), (), ("x_b", "x_a"), ("x_a", "x_b", "x_c"), ("x_a",)]
+    for trial, keys in enumerate(shapes * 2):
+        metrics = {k: float(100 * trial + i) for i, k in enumerate(keys)}
+        _write(tmp_path, _record("s=1", trial, "pass", metrics, wall=trial))
+    build(tmp_path)
+    long = pl.read_parquet(tmp_path / "matrix.parquet").filter(pl.col("metric") != "wall_time_s")
+    seen = {(row["trial"], row["metric"]): row["value"] for row in long.iter_rows(named=True)}
+    expected = {(trial, k): float(100 * trial + i) for trial, keys in enumerate(shapes * 2)
+                for i, k in enumerate(keys)}
+    assert seen == expected
