@@ -5,8 +5,9 @@ array. Statistics cover the passing trials of each cell only.
 
 Speed (bench/bench_core.py, linear from 1,000 to 100,000 records): records are read with raw
 reads and decoded (and validated) by msgspec into :class:`TrialRecord` with the cyclic garbage
-collector paused; their metrics become one wide polars frame, one row per trial and one typed
-column per metric, built column by column (one list per metric, no Series per row).
+collector paused, and each is dropped as soon as the few fields the matrix uses are taken; their
+metrics become one wide polars frame, one row per trial and one typed column per metric, built
+column by column (one list per metric, no Series per row).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain, repeat
 from pathlib import Path
@@ -41,6 +42,7 @@ WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
 _ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
 _encode = msgspec.json.Encoder().encode
+_encode_sorted = msgspec.json.Encoder(order="sorted").encode
 
 
 @dataclass(frozen=True)
@@ -88,30 +90,69 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def scan(output: Path) -> tuple[list[dict], list[TrialRecord], list[BadRecord]]:
-    """(cell descriptions, valid trial records, bad records) under ``output/cells``.
+def records_of(output: Path, cells: list[dict], bad: list[BadRecord]) -> Iterator[TrialRecord]:
+    """Each valid trial record under ``output/cells``, one at a time, so that a caller keeps only
+    what it needs of each; cell descriptions and bad records are appended to ``cells`` and
+    ``bad`` as they are met. A record counts only where it stands: it must name its cell and
+    its trial folder's index."""
+    for cell_entry in _subdirs(output / "cells"):
+        cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
+        cell["dir"] = f"cells/{cell_entry.name}"
+        cells.append(cell)
+        name = str(cell["cell"])
+        for trial_entry in _subdirs(Path(cell_entry.path)):
+            index = _trial_index(trial_entry.name)
+            if index is None:
+                continue
+            try:  # a str path: a Path (or even os.path.join) per record costs as much as a read
+                yield load_record(f"{trial_entry.path}{os.sep}{RECORD_NAME}", name, index)
+            except FileNotFoundError:
+                continue
+            except BadRecord as exc:
+                bad.append(exc)
 
-    A record counts only where it stands: it must name its cell and its trial folder's index.
-    """
-    cells, records, bad = [], [], []
+
+def scan(output: Path) -> tuple[list[dict], list[TrialRecord], list[BadRecord]]:
+    """(cell descriptions, valid trial records, bad records) under ``output/cells``."""
+    cells: list[dict] = []
+    bad: list[BadRecord] = []
     with _no_gc():
-        for cell_entry in _subdirs(output / "cells"):
-            cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
-            cell["dir"] = f"cells/{cell_entry.name}"
-            cells.append(cell)
-            name = str(cell["cell"])
-            for trial_entry in _subdirs(Path(cell_entry.path)):
-                index = _trial_index(trial_entry.name)
-                if index is None:
-                    continue
-                try:  # a str path: a Path per record costs as much as reading it
-                    records.append(load_record(os.path.join(trial_entry.path, RECORD_NAME),
-                                               name, index))
-                except FileNotFoundError:
-                    continue
-                except BadRecord as exc:
-                    bad.append(exc)
+        records = list(records_of(output, cells, bad))
     return cells, records, bad
+
+
+@dataclass
+class _Trials:
+    """What the matrix keeps of each record, field by field: a whole :class:`TrialRecord` (about
+    a hundred objects) costs more to keep and free than to decode, so each is dropped once read."""
+
+    cell: list[str] = field(default_factory=list)
+    trial: list[int] = field(default_factory=list)
+    verdict: list[str] = field(default_factory=list)
+    wall_time_s: list[float | None] = field(default_factory=list)
+    axes: list[dict[str, str]] = field(default_factory=list)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    #: Each run of records with one environment contributes its first (compared whole, in C).
+    environments: list[dict[str, Any]] = field(default_factory=list)
+    #: The first record of each cell: its axes and command when the cell file is missing.
+    first: dict[str, TrialRecord] = field(default_factory=dict)
+
+    @classmethod
+    def gather(cls, records: Iterator[TrialRecord]) -> _Trials:
+        trials = cls()
+        previous = None
+        for rec in records:
+            trials.cell.append(rec.cell)
+            trials.trial.append(rec.trial)
+            trials.verdict.append(rec.verdict)
+            trials.wall_time_s.append(rec.wall_time_s)
+            trials.axes.append(rec.axes)
+            trials.metrics.append(rec.metrics)
+            if rec.environment != previous:
+                previous = rec.environment
+                trials.environments.append(previous)
+            trials.first.setdefault(rec.cell, rec)
+        return trials
 
 
 def _metric_columns(rows: list[dict[str, Any]]) -> tuple[dict[str, list], list[int] | None]:
@@ -131,43 +172,53 @@ def _metric_columns(rows: list[dict[str, Any]]) -> tuple[dict[str, list], list[i
     return columns, (list(chain.from_iterable(groups.values())) if len(groups) > 1 else None)
 
 
-def _metrics_frame(records: list[TrialRecord]):
-    """One row per record, one column per metric, and the columns whose values are JSON text
-    of lists. A column typed per metric: numbers (ints alone stay ints), bools, text, lists of
-    text (as JSON, decoded again for ``matrix.json``); a metric whose type differs between
-    trials becomes JSON text, the others keep theirs."""
+def _metric_series(key: str, values: list):
+    """One typed column: numbers (ints alone stay ints), bools, text; lists of text as JSON text
+    (decoded again for ``matrix.json``); a metric whose type differs between trials as JSON
+    text too. Returns the series and whether it holds JSON lists."""
     import polars as pl
 
-    columns, order = _metric_columns([r.metrics for r in records])
+    if not isinstance(next(v for v in values if v is not None), list):  # a Series per list
+        try:  # one type throughout, inferred in Rust: the common case
+            return pl.Series(key, values, strict=True), False
+        except TypeError:
+            pass
+    kinds = set(map(type, values)) - {type(None)}
+    if kinds <= {int, float} and kinds:  # ints and floats mixed, or an int beyond 64 bits
+        return pl.Series(key, values, pl.Int64 if kinds == {int} else pl.Float64,
+                         strict=False), False
+    return pl.Series(key, [None if v is None else _encode(v).decode() for v in values],
+                     pl.String), kinds == {list}
+
+
+def _metrics_frame(rows: list[dict[str, Any]]):
+    """One row per trial, one typed column per metric (:func:`_metric_series`), and the names
+    of the columns that hold JSON text of lists."""
+    import polars as pl
+
+    columns, order = _metric_columns(rows)
     series, json_columns = [], set()
     for key, values in columns.items():
-        kinds = set(map(type, values)) - {type(None)}
-        if kinds <= {int, float} and kinds:
-            series.append(pl.Series(key, values, pl.Int64 if kinds == {int} else pl.Float64,
-                                    strict=False))
-        elif kinds in ({bool}, {str}):
-            series.append(pl.Series(key, values, pl.Boolean if bool in kinds else pl.String))
-        else:  # lists of text, or a metric whose type changed between trials
-            if kinds == {list}:
-                json_columns.add(key)
-            series.append(pl.Series(key, [None if v is None else msgspec.json.encode(v).decode()
-                                          for v in values], pl.String))
+        column, is_json = _metric_series(key, values)
+        series.append(column)
+        if is_json:
+            json_columns.add(key)
     frame = pl.DataFrame(series)
     if order is not None and frame.width:  # back to the records' order
         frame = frame.select(pl.all().gather(pl.Series(order).arg_sort()))
     return frame, json_columns
 
 
-def _wide(records: list[TrialRecord], axis_names: list[str], metrics):
+def _wide(trials: _Trials, axis_names: list[str], metrics):
     import polars as pl
 
     meta = pl.DataFrame(
         {
-            "cell": [r.cell for r in records],
-            "trial": [r.trial for r in records],
-            "verdict": [r.verdict for r in records],
-            WALL: [r.wall_time_s for r in records],
-            **{f"axis:{a}": [r.axes.get(a) for r in records] for a in axis_names},
+            "cell": trials.cell,
+            "trial": trials.trial,
+            "verdict": trials.verdict,
+            WALL: trials.wall_time_s,
+            **{f"axis:{a}": [axes.get(a) for axes in trials.axes] for a in axis_names},
         },
         schema={"cell": pl.String, "trial": pl.Int64, "verdict": pl.String, WALL: pl.Float64,
                 **{f"axis:{a}": pl.String for a in axis_names}},
@@ -230,31 +281,22 @@ def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
     return pl.concat([f.select(list(schema)) for f in frames])
 
 
-def _environments(records: list[TrialRecord]) -> list[dict[str, Any]]:
+def _environments(environments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The distinct machines/software stacks of the sweep (what makes runs comparable)."""
-    seen: dict[bytes, list[Any]] = {}
-    previous = None
-    for rec in records:  # runs of records share one: compared whole (in C) before keyed
-        if rec.environment == previous:
-            continue
-        previous = rec.environment
-        values = [previous.get(k) for k in _ENVIRONMENT_KEYS]
-        seen.setdefault(_encode(values), values)
     distinct = {}
-    for values in seen.values():
-        key = dict(zip(_ENVIRONMENT_KEYS, values, strict=True))
-        distinct.setdefault(msgspec.json.encode(key, order="sorted"), key)
+    for environment in environments:
+        key = {k: environment.get(k) for k in _ENVIRONMENT_KEYS}
+        distinct.setdefault(_encode_sorted(key), key)
     return [distinct[k] for k in sorted(distinct)]
 
 
-def _cell_entries(cells: list[dict], records: list[TrialRecord], wide, summaries, texts
+def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], wide, summaries, texts
                   ) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
     for cell, verdict, n in wide.group_by("cell", "verdict").len().iter_rows():
         c = counts.setdefault(cell, dict.fromkeys(("total", *VERDICTS), 0))
         c["total"] += n
         c[verdict] += n
-    first = {rec.cell: rec for rec in reversed(records)}
     entries = []
     for cell in cells:
         name = cell["cell"]
@@ -286,15 +328,17 @@ def build(output: Path) -> MatrixResult:
 def _build(output: Path) -> MatrixResult:
     from aorta_core.perfmd import render
 
-    cells, records, bad = scan(output)
-    metrics, json_columns = _metrics_frame(records)
+    cells: list[dict] = []
+    bad: list[BadRecord] = []
+    trials = _Trials.gather(records_of(output, cells, bad))
+    metrics, json_columns = _metrics_frame(trials.metrics)
     metric_schema = metrics.schema
-    axis_names = sorted({a for r in records for a in r.axes}
+    axis_names = sorted({a for axes in trials.axes for a in axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
-    wide = _wide(records, axis_names, metrics)
+    wide = _wide(trials, axis_names, metrics)
     numeric = [WALL, *(c for c, t in metric_schema.items() if t.is_numeric())]
     text = [c for c, t in metric_schema.items() if not t.is_numeric()]
-    matrix_cells = _cell_entries(cells, records, wide, _summaries(wide, numeric),
+    matrix_cells = _cell_entries(cells, trials.first, wide, _summaries(wide, numeric),
                                  _texts(wide, text, json_columns))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
@@ -307,7 +351,7 @@ def _build(output: Path) -> MatrixResult:
         "axes": axis_names,
         "trials": totals,
         "unreadable_records": [str(b.path.relative_to(output)) for b in bad],
-        "environments": _environments(records),
+        "environments": _environments(trials.environments),
         "cells": matrix_cells,
     }
     paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]

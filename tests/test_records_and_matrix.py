@@ -138,3 +138,24 @@ def test_trials_with_different_metric_sets_keep_their_own_values(tmp_path: Path)
     expected = {(trial, k): float(100 * trial + i) for trial, keys in enumerate(shapes * 2)
                 for i, k in enumerate(keys)}
     assert seen == expected
+
+
+def test_metric_columns_keep_each_metrics_type(tmp_path: Path):
+    """Each metric is one typed column: numbers are summarised (ints mixed with floats too),
+    bools and text stay what they are, lists of text come back as lists — also when the first
+    trial lacks the metric."""
+    _write(tmp_path, _record("s=1", 0, "pass",
+                             {"x_n": 3, "x_mix": 1, "x_on": True, "x_name": "a"}, wall=1))
+    _write(tmp_path, _record("s=1", 1, "pass", {"x_n": 5, "x_mix": 2.5, "x_on": False,
+                                                "x_name": "b", "x_top_kernels": ["k1", "k2"]},
+                             wall=2))
+    _write(tmp_path, _record("s=2", 0, "pass", {"x_top_kernels": ["k3"]}, wall=1))
+    build(tmp_path)
+    s1, s2 = json.loads((tmp_path / "matrix.json").read_text())["cells"]
+    assert s1["metrics_summary"]["x_n"]["max"] == 5
+    assert s1["metrics_summary"]["x_mix"]["mean"] == 1.75
+    assert s1["metrics_text"] == {"x_on": True, "x_name": "a"}
+    assert s2["metrics_text"] == {"x_top_kernels": ["k3"]}
+    long = pl.read_parquet(tmp_path / "matrix.parquet")
+    texts = long.filter(pl.col("metric") == "x_top_kernels").sort("cell")["text"].to_list()
+    assert [json.loads(t) for t in texts] == [["k1", "k2"], ["k3"]]
