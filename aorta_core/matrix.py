@@ -178,10 +178,11 @@ def _metric_series(key: str, values: list):
     text too. Returns the series and whether it holds JSON lists."""
     import polars as pl
 
-    if not isinstance(next(v for v in values if v is not None), list):  # a Series per list
+    first = next((v for v in values if v is not None), None)
+    if not isinstance(first, list):  # (polars would build a Series per list)
         try:  # one type throughout, inferred in Rust: the common case
             return pl.Series(key, values, strict=True), False
-        except TypeError:
+        except (TypeError, OverflowError, pl.exceptions.PolarsError):
             pass
     kinds = set(map(type, values)) - {type(None)}
     if kinds <= {int, float} and kinds:  # ints and floats mixed, or an int beyond 64 bits
