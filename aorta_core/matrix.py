@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import chain, repeat
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -155,23 +155,6 @@ class _Trials:
         return trials
 
 
-def _metric_columns(rows: list[dict[str, Any]]) -> tuple[dict[str, list], list[int] | None]:
-    """Metric name -> its value in each row (None where a row lacks it), and the rows' order in
-    those columns where it is not theirs. Rows are grouped by their key sequence (a sweep has a
-    few: one per set of collectors and outcome) and each group is transposed by ``zip``, in C: a
-    ``dict.get`` per row and metric costs more than decoding the records."""
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, row in enumerate(rows):
-        groups.setdefault(tuple(row), []).append(i)
-    columns: dict[str, list] = {key: [] for key in dict.fromkeys(chain.from_iterable(groups))}
-    for keys, members in groups.items():
-        values = zip(*(rows[i].values() for i in members), strict=True)
-        transposed = dict(zip(keys, values, strict=True))
-        for key, column in columns.items():
-            column.extend(transposed.get(key) or repeat(None, len(members)))
-    return columns, (list(chain.from_iterable(groups.values())) if len(groups) > 1 else None)
-
-
 def _metric_series(key: str, values: list):
     """One typed column: numbers (ints alone stay ints), bools, text; lists of text as JSON text
     (decoded again for ``matrix.json``); a metric whose type differs between trials as JSON
@@ -179,7 +162,7 @@ def _metric_series(key: str, values: list):
     import polars as pl
 
     first = next((v for v in values if v is not None), None)
-    if not isinstance(first, list):  # (polars would build a Series per list)
+    if not isinstance(first, list):  # inferring lists, polars builds a Series per value
         try:  # one type throughout, inferred in Rust: the common case
             return pl.Series(key, values, strict=True), False
         except (TypeError, OverflowError, pl.exceptions.PolarsError):
@@ -197,17 +180,13 @@ def _metrics_frame(rows: list[dict[str, Any]]):
     of the columns that hold JSON text of lists."""
     import polars as pl
 
-    columns, order = _metric_columns(rows)
     series, json_columns = [], set()
-    for key, values in columns.items():
-        column, is_json = _metric_series(key, values)
+    for key in dict.fromkeys(chain.from_iterable(rows)):
+        column, is_json = _metric_series(key, [row.get(key) for row in rows])
         series.append(column)
         if is_json:
             json_columns.add(key)
-    frame = pl.DataFrame(series)
-    if order is not None and frame.width:  # back to the records' order
-        frame = frame.select(pl.all().gather(pl.Series(order).arg_sort()))
-    return frame, json_columns
+    return pl.DataFrame(series), json_columns
 
 
 def _wide(trials: _Trials, axis_names: list[str], metrics):
