@@ -84,6 +84,9 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
         info = registry.call(ep.name, "aorta_collector")
         if not isinstance(info, CollectorInfo):
             raise TypeError(f"aorta_collector() returned {type(info).__name__}, not CollectorInfo")
+        if ep.name not in {i.plugin_name for i in registry.manager.hook.wrap_argv.get_hookimpls()}:
+            raise TypeError("no wrap_argv hook: a collector must return the launch it measures "
+                            "(unchanged when the workload measures itself)")
     except BaseException:
         registry.manager.unregister(name=ep.name)
         raise

@@ -77,6 +77,17 @@ def test_misspelled_hook_is_an_error(plugin_site, tmp_path: Path):
     assert "unknown hook 'wrap_arvg'" in rows["typo"]["error"]
 
 
+def test_a_collector_without_wrap_argv_is_an_error(plugin_site, tmp_path: Path):
+    """Refused at load with the reason, not as a wrong return type in every trial."""
+    source = good_collector("nowrap").replace("@hookimpl\ndef wrap_argv(", "def wrap_argv(")
+    plugin_site.add("nowrap", source)
+    rows = _plugins(plugin_site, tmp_path)
+    assert rows["nowrap"]["status"] == "error"
+    assert rows["nowrap"]["error"] == ("TypeError: no wrap_argv hook: a collector must return "
+                                       "the launch it measures (unchanged when the workload "
+                                       "measures itself)")
+
+
 def test_plugins_table_is_human_readable(plugin_site, tmp_path: Path):
     plugin_site.add("good", good_collector("good"))
     done = run_aorta(["plugins"], cwd=tmp_path, env=_env(plugin_site))
