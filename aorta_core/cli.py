@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from aorta_core.argv import split_command
-from aorta_core.progress import console, error_line, warning_line
+from aorta_core.progress import collector_warning, console, error_line, warning_line
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
 _OUTPUT_KEYS = ("output=", "+output=", "++output=")
@@ -151,7 +151,7 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     notes = Notes()
     metrics = collector_metrics(registry, ns.collector, folder, options, notes)
     for note in notes.by_collector.get(ns.collector, []):
-        warning_line(f"{ns.collector}: {note}")
+        collector_warning(ns.collector, note)
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
     _print_json(metrics)
     return 0

@@ -24,6 +24,11 @@ def warning_line(message: str) -> None:
     console().print(f"[yellow]aorta: warning:[/] {escape(message)}")
 
 
+def collector_warning(name: str, note: str) -> None:
+    """One of collector ``name``'s warnings, named once: collectors often name themselves."""
+    warning_line(note if note.startswith(f"{name}: ") else f"{name}: {note}")
+
+
 def trial_line(label: str, record: Any) -> None:
     """``  <label> pass 1.23 s  <reason>``, then the trial's warnings."""
     verdict, wall = record.verdict, record.wall_time_s
@@ -32,7 +37,7 @@ def trial_line(label: str, record: Any) -> None:
     console().print(f"  {escape(label)} [{_STYLE[verdict]}]{verdict}[/] {timing}{reason}")
     for name, notes in record.warnings.items():
         for note in notes:
-            warning_line(f"{name}: {note}")
+            collector_warning(name, note)
 
 
 def auto_text(chosen: dict[str, Any]) -> str:

@@ -256,6 +256,23 @@ def test_parse_subcommand_prints_metrics_as_json(plugin_site, tmp_path: Path):
     assert done.returncode == 2 and "unknown collector 'nope'; installed: good" in done.stderr
 
 
+def test_a_collector_s_warning_names_it_once(plugin_site, tmp_path: Path):
+    """Collectors often start their warnings with their own name; the console says it once."""
+    source = good_collector("loud").replace(
+        "def parse_metrics(artifact_dir, options):\n",
+        "def parse_metrics(artifact_dir, options):\n"
+        "    import warnings\n"
+        "    warnings.warn('loud: named by itself')\n"
+        "    warnings.warn('not named')\n")
+    plugin_site.add("loud", source)
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    done = run_aorta(["parse", "loud", str(folder)], cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["aorta: warning: loud: named by itself",
+                                        "aorta: warning: loud: not named"]
+
+
 def test_appended_unknown_option_is_refused_too(plugin_site, tmp_path: Path):
     plugin_site.add("good", good_collector("good"))
     done = run_aorta(["sweep=repeat", "collector=good", "+collector.good.levle=2",
