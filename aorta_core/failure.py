@@ -21,6 +21,7 @@ _RANK_PREFIX = re.compile(r"^\[(?:default)?rank(\d+)\]:\s?")
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):\s*\n(.*?)(?:\n=+|\Z)", re.S)
 _SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)", re.M)
 _SUMMARY_TRACEBACK = re.compile(r"^\s*traceback\s*:\s*(.*)", re.M | re.S)
+_SUMMARY_SIGNAL = re.compile(r"Signal \d+ \((SIG\w+)\) received by PID")
 #: ``ValueError: x``, ``torch.distributed.DistBackendError: x``, ``KeyboardInterrupt``.
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
 _CARETS = re.compile(r"^[\^~ ]+")
@@ -80,15 +81,19 @@ def last_exception(lines: list[str]) -> str | None:
 
 
 def _root_cause(text: str) -> tuple[int | None, str | None]:
-    """Rank and inline traceback of torchrun's ``Root Cause`` block, when there is one."""
+    """Rank and error of torchrun's ``Root Cause`` block, when there is one: the exception of
+    its inline traceback, or the signal that ended the rank (a native crash; the other ranks'
+    tracebacks then only show that a peer went away)."""
     block = _ROOT_CAUSE.search(text)
     if block is None:
         return None, None
     rank = _SUMMARY_RANK.search(block.group(1))
     trace = _SUMMARY_TRACEBACK.search(block.group(1))
     lines = trace.group(1).splitlines() if trace else []
-    exception = last_exception(lines) if lines else None
-    return (int(rank.group(1)) if rank else None), exception
+    error = last_exception(lines) if lines else None
+    if error is None and lines and (killed := _SUMMARY_SIGNAL.match(lines[0])):
+        error = f"killed by {killed.group(1)}"
+    return (int(rank.group(1)) if rank else None), error
 
 
 def _split_ranks(lines: list[str]) -> tuple[dict[int, list[str]], list[str]]:

@@ -22,6 +22,7 @@ from aorta_core.machine import Gpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stderr"
 RANK1_RAISES = FIXTURES / "torchrun_gloo_rank1_raises.py"
+RANK0_ABORTS = FIXTURES / "torchrun_gloo_rank0_aborts.py"
 
 
 # -- exit status --------------------------------------------------------------------------------
@@ -58,6 +59,20 @@ def test_reason_is_the_failing_ranks_exception_through_torchrun(tmp_path: Path):
     assert rec["error"] == ("exit code 1: rank 1: RuntimeError: Duplicate GPU detected : rank 1 "
                             "and rank 0 both on CUDA device 60")
     assert rec["error"] in done.stderr
+
+
+def test_reason_of_a_rank_that_crashes_natively_is_its_signal(tmp_path: Path):
+    """Rank 0 aborts; rank 1's traceback only says a peer went away: the root cause is named."""
+    captured = (FIXTURES / "torchrun_gloo_rank0_aborts.stderr").read_text()
+    assert "[rank1]: RuntimeError: " in captured and "Connection reset by peer" in captured
+    assert reason(captured) == "rank 0: killed by SIGABRT"
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", sys.executable, "-m",
+                      "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                      str(RANK0_ABORTS)], cwd=tmp_path, timeout=180)
+    assert done.returncode == 1, done.stderr
+    (rec,) = records(out)
+    assert rec["error"] == "exit code 1: rank 0: killed by SIGABRT"
 
 
 def test_reason_skips_rulers_summaries_warnings_and_log_lines():
