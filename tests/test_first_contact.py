@@ -49,13 +49,19 @@ def test_a_refused_cell_makes_the_sweep_exit_1(tmp_path: Path):
 
 # -- the real reason of a failure ---------------------------------------------------------------
 
-def test_reason_is_the_failing_ranks_exception_through_torchrun(tmp_path: Path):
+def _torchrun_trial(tmp_path: Path, script: Path):
+    """A one-trial sweep of ``script`` under 2-rank torchrun: the CLI's result and the record."""
     out = tmp_path / "out"
     done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", sys.executable, "-m",
                       "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                      str(RANK1_RAISES)], cwd=tmp_path, timeout=180)
+                      str(script)], cwd=tmp_path, timeout=180)
     assert done.returncode == 1, done.stderr
     (rec,) = records(out)
+    return done, rec
+
+
+def test_reason_is_the_failing_ranks_exception_through_torchrun(tmp_path: Path):
+    done, rec = _torchrun_trial(tmp_path, RANK1_RAISES)
     assert rec["error"] == ("exit code 1: rank 1: RuntimeError: Duplicate GPU detected : rank 1 "
                             "and rank 0 both on CUDA device 60")
     assert rec["error"] in done.stderr
@@ -66,12 +72,7 @@ def test_reason_of_a_rank_that_crashes_natively_is_its_signal(tmp_path: Path):
     captured = (FIXTURES / "torchrun_gloo_rank0_aborts.stderr").read_text()
     assert "[rank1]: RuntimeError: " in captured and "Connection reset by peer" in captured
     assert reason(captured) == "rank 0: killed by SIGABRT"
-    out = tmp_path / "out"
-    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", sys.executable, "-m",
-                      "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                      str(RANK0_ABORTS)], cwd=tmp_path, timeout=180)
-    assert done.returncode == 1, done.stderr
-    (rec,) = records(out)
+    _, rec = _torchrun_trial(tmp_path, RANK0_ABORTS)
     assert rec["error"] == "exit code 1: rank 0: killed by SIGABRT"
 
 
