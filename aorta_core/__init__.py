@@ -10,7 +10,7 @@ rebuilds Python launches. Workloads open the selected collectors' in-process ses
 
 import pluggy
 
-from aorta_core import _conf_tree, payload
+from aorta_core import payload
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
@@ -28,8 +28,6 @@ from aorta_core.parallel import Mapped, decoded_bytes, parallel_map
 __version__ = "0.1.0"
 
 hookimpl = pluggy.HookimplMarker("aorta")
-
-_conf_tree.register()
 
 __all__ = [
     "CollectorInfo",

@@ -1,4 +1,8 @@
-"""The wheel ships every package of the tree, the Hydra tree in conf/ as ``aorta_core.conf``."""
+"""The wheel ships every package of the tree, the Hydra tree included as ``aorta_core.conf``.
+
+setuptools finds the packages (pyproject.toml), so a folder of aorta_core without an
+``__init__.py`` would silently be left out of the wheel: these tests keep every folder a package.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +10,25 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "aorta_core"
 
 
-def _packages(folder: Path, name: str) -> set[str]:
-    return {".".join([name, *d.relative_to(folder).parts])
-            for d in [folder, *folder.rglob("*")] if (d / "__init__.py").is_file()}
+def _folders(top: Path) -> list[Path]:
+    return [top, *(d for d in top.rglob("*") if d.is_dir() and d.name != "__pycache__")]
 
 
-def test_the_package_list_matches_the_folders():
+def test_packages_are_found_not_listed():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {"aorta_core": "aorta_core", "aorta_core.conf": "conf"}
-    on_disk = _packages(ROOT / "aorta_core", "aorta_core") | _packages(ROOT / "conf",
-                                                                       "aorta_core.conf")
-    assert set(setuptools["packages"]) == on_disk
+    assert "package-dir" not in setuptools
+    assert setuptools["packages"]["find"] == {"include": ["aorta_core*"]}
 
 
-def test_every_conf_folder_is_a_package():
-    for folder in [ROOT / "conf", *(d for d in (ROOT / "conf").rglob("*") if d.is_dir())]:
-        if folder.name != "__pycache__":
-            assert (folder / "__init__.py").is_file(), f"{folder} needs an __init__.py"
+def test_every_aorta_core_folder_is_a_package():
+    for folder in _folders(PACKAGE):
+        assert (folder / "__init__.py").is_file(), f"{folder} needs an __init__.py"
 
 
-def test_the_conf_tree_is_aorta_core_conf_from_the_checkout():
+def test_the_conf_tree_is_aorta_core_conf():
     import aorta_core.conf
 
-    assert Path(aorta_core.conf.__file__).resolve().parent in (ROOT / "conf",
-                                                               ROOT / "aorta_core" / "conf")
+    assert Path(aorta_core.conf.__file__).resolve().parent == PACKAGE / "conf"
