@@ -35,18 +35,6 @@ OmegaConf.register_new_resolver("aorta_cell", cell_name, replace=True)
 OmegaConf.register_new_resolver("aorta_python", lambda: sys.executable, replace=True)
 
 
-def example_path(relative: str) -> str:
-    """``examples/<relative>`` in the working folder, else in the aorta checkout it came from."""
-    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
-        candidate = base / "examples" / relative
-        if candidate.exists():
-            return str(candidate)
-    return str(Path("examples") / relative)
-
-
-OmegaConf.register_new_resolver("aorta_example", example_path, replace=True)
-
-
 def register_command(command: list[str] | None) -> None:
     """Carry the argv given after ``--`` into the config as the ``command`` key."""
     if command is not None:

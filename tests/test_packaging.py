@@ -7,7 +7,11 @@ setuptools finds the packages (pyproject.toml), so a folder of aorta_core withou
 from __future__ import annotations
 
 import tomllib
+from importlib.util import find_spec
+from itertools import pairwise
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aorta_core"
@@ -32,3 +36,31 @@ def test_the_conf_tree_is_aorta_core_conf():
     import aorta_core.conf
 
     assert Path(aorta_core.conf.__file__).resolve().parent == PACKAGE / "conf"
+
+
+def _strings(node) -> list[str]:
+    if isinstance(node, dict):
+        return [s for value in node.values() for s in _strings(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
+CONFIG_TREES = [PACKAGE / "conf", *ROOT.glob("plugins/aorta_*/aorta_*/conf")]
+
+
+def test_configs_run_modules_of_installed_packages_not_files_of_the_checkout():
+    """A config that names a script of the checkout works only from the checkout (a wheel install
+    failed every cell of ``sweep=grid`` so); modules after ``-m`` are found like any import."""
+    modules = []
+    for tree in CONFIG_TREES:
+        for path in tree.rglob("*.yaml"):
+            strings = _strings(yaml.safe_load(path.read_text(encoding="utf-8")))
+            for text in strings:
+                assert not text.endswith(".py") and "examples/" not in text, (path, text)
+            modules += [after for before, after in pairwise(strings) if before == "-m"]
+    assert "aorta_core.workloads.tiny" in modules
+    for module in modules:
+        spec = find_spec(module)
+        assert spec is not None and spec.origin, module
+        assert not Path(spec.origin).resolve().is_relative_to(ROOT / "examples"), module
