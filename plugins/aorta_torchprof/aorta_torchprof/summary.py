@@ -9,6 +9,7 @@ work after the decode is a small fraction of the decode itself.
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap
 import zlib
@@ -67,6 +68,9 @@ def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
     except FileRefused as exc:
         return FileSummary(path, skipped=f"{exc}; its metrics are omitted")
     except (OSError, EOFError, zlib.error) as exc:  # zlib: a corrupt .gz body
+        if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+            # the map itself refused (address-space limit): memory, said as a MemoryError is
+            raise MemoryError(exc.strerror) from exc
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
 
 

@@ -3,7 +3,9 @@ it cannot fit in, the parse ends with a warning that says so, never with the pro
 
 The trace is generated here (a 60k-event Kineto-shaped trace's events repeated to 1 GB, about
 3 s on 2 cores); each parse runs in a subprocess whose ``RLIMIT_AS`` is set before anything is
-imported, so the interpreter and its libraries count against the limit too.
+imported, so the interpreter and its libraries count against the limit too; or, given as
+``+GB``, set after the imports to that much above what the process already maps, so that the
+1 GB map itself is refused (``ENOMEM``) whatever the libraries take on this machine.
 """
 
 from __future__ import annotations
@@ -19,9 +21,16 @@ import pytest
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "bench_torchprof_parse.py"
 _PARSE = """
 import json, resource, sys, warnings
-cap = int(float(sys.argv[1]) * (1 << 30))
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+def limit(gb):
+    cap = int(float(gb) * (1 << 30))
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+headroom = sys.argv[1].startswith("+")
+if not headroom:
+    limit(sys.argv[1])
 from aorta_torchprof.parse import parse_dir
+if headroom:
+    mapped_kb = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0])
+    limit(mapped_kb / (1 << 20) + float(sys.argv[1]))
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     metrics = parse_dir(sys.argv[2])
@@ -51,7 +60,7 @@ def one_gb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     return folder / "torchprof", copies
 
 
-def _parse(folder: Path, limit_gb: float) -> dict:
+def _parse(folder: Path, limit_gb: float | str) -> dict:
     done = subprocess.run([sys.executable, "-c", _PARSE, str(limit_gb), str(folder)],
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -73,3 +82,14 @@ def test_too_little_memory_is_a_warning_not_a_kill(one_gb: tuple[Path, int]) -> 
     [warning] = result["warnings"]
     assert "rank0.pt.trace.json could not be parsed in the memory this process may use" in warning
     assert "address-space limit 1536 MiB" in warning and "its metrics are omitted" in warning
+
+
+def test_a_map_refused_for_memory_says_so_too(one_gb: tuple[Path, int]) -> None:
+    """0.25 GB above what the process maps: mapping the 1 GB file fails with ENOMEM (an OSError,
+    not a MemoryError), and the warning is the memory one all the same."""
+    folder, _ = one_gb
+    result = _parse(folder, "+0.25")
+    assert result["metrics"] == {}
+    [warning] = result["warnings"]
+    assert "rank0.pt.trace.json could not be parsed in the memory this process may use" in warning
+    assert "out of memory" in warning and "its metrics are omitted" in warning
