@@ -1,15 +1,26 @@
-"""Skips for tests that need what the README venv lacks, each naming the command that installs it.
+"""Skips for tests that need what the README venv lacks, each naming the command that installs it,
+and the hardware a test needs, so that one suite passes or skips with the reason on any machine.
 
 The README venv holds aorta-core, the three collectors and pytest; there plain ``pytest`` passes
 or skips with these reasons. The full suite needs ``pip install -e '.[test]' 'triton==3.6.0'
 'holistictraceanalysis==0.5.0' 'pandas<3' -e tests/third_party_collector``.
+
+Hardware: a test of GPU behaviour is marked ``gpu`` and skipped, with the reason, where torch sees
+too few GPUs (:func:`needs_gpu`; ``pytest -m gpu`` or ``nox -s gpu`` runs just those). A test of
+the CPU path pins the CPU itself, so that it means the same on a GPU host: ``device=cpu`` for the
+benchmark, or :data:`NO_GPU` in a child's environment when the test is about a machine without
+a GPU (``auto`` choosing the CPU, a GPU the machine lacks).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.util import find_spec
+from typing import TypeVar
 
 import pytest
+
+from aorta_core.machine import visible_gpus
 
 TEST_EXTRA = "pip install -e '.[test]'"
 INSTALL = {
@@ -43,3 +54,28 @@ def needs(*modules: str) -> pytest.MarkDecorator:
 def need(module: str):
     """Import ``module``, or skip the whole test module naming what installs it."""
     return pytest.importorskip(module, reason=_reason(module))
+
+
+#: Environment additions that hide every GPU from a child process (torch reads the variable when
+#: it first looks for a GPU): the child takes the no-GPU path on any machine.
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+F = TypeVar("F", bound=Callable)
+
+
+def gpu_count() -> int:
+    """The GPUs torch sees in this process (``CUDA_VISIBLE_DEVICES`` applied)."""
+    return visible_gpus().count
+
+
+def needs_gpu(count: int = 1) -> Callable[[F], F]:
+    """Mark the test ``gpu``; skip it, naming why, unless torch sees ``count`` GPUs or more."""
+    seen = gpu_count()
+    wanted = "a CUDA GPU" if count == 1 else f"{count} CUDA GPUs"
+    shown = "has none" if not seen else f"shows {seen}"
+    skip = pytest.mark.skipif(seen < count, reason=f"needs {wanted}: this machine {shown}")
+
+    def mark(test: F) -> F:
+        return pytest.mark.gpu(skip(test))
+
+    return mark
