@@ -23,6 +23,8 @@ class DistContext:
 
 
 def pick_device(requested: str, local_rank: int) -> torch.device:
+    """``cpu`` is the CPU even where CUDA is available; ``auto`` is GPU ``LOCAL_RANK % count``
+    when torch sees one. A GPU run selects its device here, before any group or mesh exists."""
     if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -50,13 +52,20 @@ def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistConte
 
 
 def wrap_model(model: nn.Module, cfg: ParallelConfig, ctx: DistContext) -> nn.Module:
-    """FSDP2: shard every encoder layer, then the root. DDP: timed all-reduce comm hook."""
+    """FSDP2: shard every encoder layer, then the root. DDP: timed all-reduce comm hook.
+
+    FSDP2 gets its mesh from the run's device: its default mesh is on the machine's accelerator
+    whatever the run asked for, so ``device=cpu`` on a GPU host would move the parameters to
+    ``cuda:0`` (and, under torchrun, set device ``LOCAL_RANK`` on a host with fewer GPUs).
+    """
     if cfg.mode == "fsdp":
+        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
+        mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
         for layer in model.layers:
-            fully_shard(layer, reshard_after_forward=cfg.reshard_after_forward)
-        fully_shard(model, reshard_after_forward=cfg.reshard_after_forward)
+            fully_shard(layer, mesh=mesh, reshard_after_forward=cfg.reshard_after_forward)
+        fully_shard(model, mesh=mesh, reshard_after_forward=cfg.reshard_after_forward)
         return model
     from torch.nn.parallel import DistributedDataParallel
 
