@@ -1,5 +1,6 @@
 """Sessions: lint, tests, third_party (a real pip install of an outside collector), install_modes
-(the conf/ tree from an editable install, a wheel and a checkout), bench, demo.
+(the aorta_core.conf tree from an editable install, a wheel and a checkout; from the wheels, the
+grid and default sweeps), bench, demo.
 
 torch and triton are pinned here (and only here) to the CPU wheels the project tests against;
 aorta's own metadata keeps loose lower bounds so that it never replaces a user's torch.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
+import tempfile
 from datetime import date
 from pathlib import Path
 
@@ -72,26 +75,57 @@ _SMOKE = (
 )
 
 
+#: Sweeps that must run from the wheels exactly as from the checkout: the recipe over the tiny
+#: payload under a collector, and the default sweep (the built-in benchmark).
+_WHEEL_SWEEPS = (
+    ["python", "-m", "aorta_core", "sweep=grid", "collector=torchprof", "trials=1",
+     "output={out}"],
+    ["python", "-m", "aorta_core", "output={out}"],
+)
+
+
 @nox.session
 @nox.parametrize("mode", ["editable", "wheel", "checkout"])
 def install_modes(session: nox.Session, mode: str) -> None:
-    """The conf/ tree from an editable install, a built wheel and a bare checkout on PYTHONPATH,
-    each run from the repository root (where the checkout's aorta_core/ comes first on sys.path)
-    and from another folder."""
+    """The aorta_core.conf tree from an editable install, a built wheel and a bare checkout on
+    PYTHONPATH, each run from the repository root (where the checkout's aorta_core/ comes first on
+    sys.path) and from another folder. The wheel mode installs aorta-core and every collector from
+    wheels built here, then runs the grid and default sweeps from outside the checkout."""
+    elsewhere = Path(session.create_tmp())
     if mode == "editable":
         session.install("-e", ".")
     elif mode == "wheel":
-        session.install(".")
+        session.install(TORCH, "setuptools>=69")
+        wheels = elsewhere / "wheels"
+        session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--wheel-dir", str(wheels), ".", *PLUGINS, silent=True)
+        session.install(*map(str, sorted(wheels.glob("*.whl"))))
     else:
         session.install(*_dependencies())
         session.env["PYTHONPATH"] = str(ROOT)
-    elsewhere = session.create_tmp()
+    env = {"AORTA_REPORT_PNG": "0"}
     for cwd in (ROOT, elsewhere):
         for argv in _SMOKE:
-            out = Path(elsewhere) / f"out-{mode}-{len(str(cwd))}"
+            out = elsewhere / f"out-{mode}-{len(str(cwd))}"
             with session.chdir(cwd):
-                session.run(*(a.format(out=out) for a in argv), silent=True,
-                            env={"AORTA_REPORT_PNG": "0"})
+                session.run(*(a.format(out=out) for a in argv), silent=True, env=env)
+    if mode == "wheel":
+        _sweep_from_the_wheels(session, env)
+
+
+def _sweep_from_the_wheels(session: nox.Session, env: dict[str, str]) -> None:
+    """Run the wheel sweeps in a folder outside the checkout (the session's tmp is inside it)."""
+    outside = Path(tempfile.mkdtemp(prefix="aorta-wheel-"))
+    with session.chdir(outside):
+        session.run("python", "-c", "import aorta_core, pathlib, sys; sys.exit("
+                    f"pathlib.Path(aorta_core.__file__).parent == pathlib.Path({str(ROOT)!r}) "
+                    "/ 'aorta_core')")
+        for n, argv in enumerate(_WHEEL_SWEEPS):
+            out = outside / f"sweep-{n}"
+            session.run(*(a.format(out=out) for a in argv), env=env)
+            if not (out / "matrix.json").is_file():
+                session.error(f"{' '.join(argv[3:])}: no {out / 'matrix.json'}")
+    shutil.rmtree(outside)
 
 
 def _dependencies() -> list[str]:

@@ -1,18 +1,21 @@
 """Collector discovery: entry points of the group ``aorta.collectors``, loaded into pluggy.
 
 Loading is tolerant (conda/sqlfluff style): a plugin that fails to import, misspells a hook or
-describes itself wrongly is reported with its distribution and version, and the rest keep
-working. ``AORTA_STRICT_PLUGINS=1`` turns such a failure into an error;
-``AORTA_LOAD_PLUGINS=a,b`` loads only the named collectors (an allow-list) and
-``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name. Discovery uses ``importlib_metadata``,
-whose entry-point API is the same on every supported Python.
+describes itself wrongly, or whose Hydra option ``collector/<name>.yaml`` is missing from its
+config package or is not YAML (a wheel built without its package data), is reported with its
+distribution, version and the fix, and the rest keep working. ``AORTA_STRICT_PLUGINS=1`` turns
+such a failure into an error; ``AORTA_LOAD_PLUGINS=a,b`` loads only the named collectors (an
+allow-list) and ``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name. Discovery uses
+``importlib_metadata``, whose entry-point API is the same on every supported Python.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 from dataclasses import dataclass
+from importlib.resources import files
 from typing import Any
 
 import pluggy
@@ -27,6 +30,10 @@ ENTRY_POINT_GROUP = "aorta.collectors"
 
 class PluginLoadError(RuntimeError):
     """A collector plugin failed to load while ``AORTA_STRICT_PLUGINS=1`` is set."""
+
+
+class CollectorConfigError(ValueError):
+    """A collector's Hydra option cannot be found or read: a packaging mistake of its wheel."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +94,40 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
         if ep.name not in {i.plugin_name for i in registry.manager.hook.wrap_argv.get_hookimpls()}:
             raise TypeError("no wrap_argv hook: a collector must return the launch it measures "
                             "(unchanged when the workload measures itself)")
+        _check_option_file(ep.name, info.config_package)
     except BaseException:
         registry.manager.unregister(name=ep.name)
         raise
     return Collector(ep.name, info, _distribution(ep)[1])
+
+
+PACKAGING_DOC = "docs/plugins.md#packaging"
+
+
+def _check_option_file(name: str, package: str) -> None:
+    """Hydra finds ``collector/<name>`` only in the config package: without this check a wheel
+    built without its YAML loads ``ok`` and selecting it fails with Hydra's bare
+    ``Could not find 'collector/<name>'``."""
+    import yaml  # Hydra's own dependency; imported only when a collector loads
+
+    option = f"collector/{name}.yaml"
+    try:
+        path = files(package).joinpath("collector", f"{name}.yaml")
+    except (ImportError, TypeError, ValueError) as exc:
+        raise CollectorConfigError(
+            f"its config package {package!r} (CollectorInfo.config_package) cannot be imported "
+            f"({exc}): ship it, every folder with an __init__.py ({PACKAGING_DOC})") from None
+    if not path.is_file():
+        raise CollectorConfigError(f"{option} is missing from package {package}: "
+                                   f"add it as package data ({PACKAGING_DOC})")
+    try:
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise CollectorConfigError(
+            f"{option} of package {package} is not valid YAML{where}: "
+            f"{getattr(exc, 'problem', None) or exc}; fix the file") from None
 
 
 def _names(variable: str) -> set[str]:
@@ -135,3 +172,17 @@ def load_registry() -> Registry:
         registry.collectors[ep.name] = outcome.value
         registry.statuses.append(PluginStatus(ep.name, dist, version, "ok"))
     return registry
+
+
+def unusable_selection(hydra_message: str) -> str | None:
+    """The reason a selected collector is missing from Hydra's options, when it is installed but
+    failed to load: Hydra only says ``Could not find 'collector/<name>'``."""
+    found = re.search(r"Could not (?:find|load) 'collector/([^']+)'", hydra_message)
+    if found is None:
+        return None
+    status = next((s for s in load_registry().statuses
+                   if s.name == found.group(1) and s.status == "error"), None)
+    if status is None:
+        return None
+    return (f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
+            f"{status.error}")
