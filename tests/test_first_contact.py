@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import records, run_aorta
+from needs import NO_GPU
 from omegaconf import OmegaConf
 
 from aorta_core.auto import AutoError, resolve
@@ -190,9 +191,11 @@ def test_written_files_honour_the_umask(tmp_path: Path, umask: int):
 # -- auto: defaults that fit the machine --------------------------------------------------------
 
 def test_default_workload_records_what_auto_chose(tmp_path: Path):
+    """A machine without a GPU (GPUs hidden on one that has them): the ``cpu`` profile.
+    tests/test_auto_gpu.py has the GPU host's side."""
     out = tmp_path / "out"
     done = run_aorta(["sweep=repeat", "workload=benchmark", "trials=1", "workload.steps=2",
-                      f"output={out}"], cwd=tmp_path, timeout=300)
+                      f"output={out}"], cwd=tmp_path, env=NO_GPU, timeout=300)
     assert done.returncode == 0, done.stderr
     (rec,) = records(out)
     assert rec["auto"]["profile"] == "cpu" and rec["auto"]["machine"] == "no GPU"
@@ -206,9 +209,11 @@ def test_default_workload_records_what_auto_chose(tmp_path: Path):
 
 
 def test_a_gpu_the_machine_lacks_is_refused_before_launch(tmp_path: Path):
+    """No GPU visible (hidden where there is one); tests/test_auto_gpu.py asks a GPU host for
+    more GPUs than it has."""
     out = tmp_path / "out"
     done = run_aorta(["sweep=repeat", "workload=benchmark", "trials=1", "workload.device=cuda",
-                      f"output={out}"], cwd=tmp_path)
+                      f"output={out}"], cwd=tmp_path, env=NO_GPU)
     assert done.returncode == 1
     assert ("workload.device=cuda but no GPU is visible; use workload.device=auto or "
             "workload.device=cpu") in done.stderr

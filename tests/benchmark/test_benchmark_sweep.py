@@ -81,10 +81,11 @@ def session(rank, env, **context):
 
 def test_an_outside_collector_s_session_runs_in_every_rank_of_the_benchmark(tmp_path,
                                                                               plugin_site):
+    """The CPU profile's 2 gloo ranks (``workload.device=cpu``: a GPU host's too)."""
     plugin_site.add("steps", STEPS_PLUGIN, payload=STEPS_PAYLOAD)
     out = tmp_path / "sweep"
     proc = run_aorta(["sweep=repeat", "workload=benchmark", "trials=1", "workload.steps=3",
-                      "collector=steps", f"output={out}"], cwd=tmp_path,
+                      "workload.device=cpu", "collector=steps", f"output={out}"], cwd=tmp_path,
                      env={**plugin_site.env, "OMP_NUM_THREADS": "1"}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (record,) = records(out)

@@ -64,9 +64,9 @@ def h200_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def cpu_benchmark(tmp_path_factory) -> Path:
-    """A real 3-step CPU run of the built-in benchmark (world size 1)."""
+    """A real 3-step CPU run of the built-in benchmark (world size 1), on the CPU on any machine."""
     out = tmp_path_factory.mktemp("bench") / "run"
-    subprocess.run([sys.executable, "-m", "aorta_core.benchmark", f"output_dir={out}",
+    subprocess.run([sys.executable, "-m", "aorta_core.benchmark", f"output_dir={out}", "device=cpu",
                     "training.max_steps=3"], check=True, capture_output=True, timeout=180)
     return out
 

@@ -26,13 +26,14 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def gloo_trial(tmp_path_factory) -> Path:
-    """One trial of the built-in benchmark, 2 gloo ranks, torchprof in env mode stepped by the
-    benchmark after each iteration (``step_on=manual``; schedule wait 1, warmup 1, active 3:
-    ProfilerStep#2-#4 in each rank's trace)."""
+    """One trial of the built-in benchmark, 2 gloo ranks on the CPU (a GPU host's too),
+    torchprof in env mode stepped by the benchmark after each iteration (``step_on=manual``;
+    schedule wait 1, warmup 1, active 3: ProfilerStep#2-#4 in each rank's trace)."""
     out = tmp_path_factory.mktemp("gloo") / "sweep"
     done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",
-                 "collector=torchprof", "collector.torchprof.mode=env", "workload.nproc=2",
-                 "collector.torchprof.step_on=manual", f"workload.steps={STEPS}",
+                 "collector=torchprof", "collector.torchprof.mode=env", "workload.device=cpu",
+                 "workload.nproc=2", "collector.torchprof.step_on=manual",
+                 f"workload.steps={STEPS}",
                  cwd=out.parent, env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return next(out.glob("cells/*/trial_000"))
@@ -331,9 +332,10 @@ def test_the_sweep_writes_a_timeline_per_trial_and_the_report_links_it(tmp_path)
     out = tmp_path / "sweep"
     done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",
                  "collector=torchprof", "collector.torchprof.mode=env", "workload.steps=3",
-                 "timeline=true", cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
+                 "workload.device=cpu", "timeline=true", cwd=tmp_path,
+                 env={"OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
-    (trial,) = out.glob("cells/*/trial_000")
+    (trial,) = out.glob("cells/*/trial_000")  # the CPU profile's 2 gloo ranks
     ranks = {name.split(" · ")[0] for name in _processes(_load(trial / "timeline.json")).values()}
     assert ranks == {"rank 0", "rank 1"}
     assert "timeline.json" in (out / "report.html").read_text()

@@ -1,5 +1,9 @@
 """The legacy scripts run for real as docs/legacy-rocprof-scripts.md writes them: 2 gloo torchrun
-ranks under the stand-in rocprofv3, and in a "container" through a stand-in docker CLI."""
+ranks under the stand-in rocprofv3, and in a "container" through a stand-in docker CLI.
+
+The ranks are on the CPU (``device=cpu``) on any machine: the stand-in profiles nothing, and two
+ranks on a host's one GPU would be refused by NCCL.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +23,11 @@ REPO = Path(__file__).resolve().parents[3]
 STANDIN = Path(__file__).parent / "standin" / "rocprofv3"
 GEMM_INPUT = REPO / "scripts" / "gemm_analysis" / "rocprof_input.yaml"
 LOCAL_LAUNCH = REPO / "scripts" / "multi_node" / "local_launch.sh"
-#: After the guide's command: a CPU-sized run of 2 steps (the file's model is upstream's).
-CPU_SIZED = ["model=tiny", "data.batch_size=2", "data.sequence_length=8", "data.sparse_features=4",
-             "training.max_steps=2"]
-TINY_YAML = "model:\n  num_layers: 1\ntraining:\n  max_steps: 2\ndata:\n  batch_size: 2\n"
+#: After the guide's command: a CPU run of 2 steps (the file's model is upstream's).
+CPU_SIZED = ["device=cpu", "model=tiny", "data.batch_size=2", "data.sequence_length=8",
+             "data.sparse_features=4", "training.max_steps=2"]
+TINY_YAML = ("device: cpu\nmodel:\n  num_layers: 1\ntraining:\n  max_steps: 2\n"
+             "data:\n  batch_size: 2\n")
 #: Keys of a job in rocprofv3's input file and their JSON-schema types, from
 #: projects/rocprofiler-sdk/source/docs/rocprofv3_input_schema.json (ROCm/rocm-systems).
 INPUT_SCHEMA = {

@@ -1,4 +1,5 @@
-"""End to end through the real core CLI: sweeps on CPU with collector=torchprof."""
+"""End to end through the real core CLI: sweeps on CPU with collector=torchprof (the payload is
+told ``--device cpu``, so a GPU host runs the same CPU sweep)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _sweep(tmp_path: Path, *command: str) -> dict:
 )
 def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: int) -> None:
     out = tmp_path / "sweep"
-    matrix = _sweep(out, *launcher, str(TRAIN), "--steps", "5", "--width", "32")
+    matrix = _sweep(out, *launcher, str(TRAIN), "--steps", "5", "--width", "32", "--device", "cpu")
     summary = matrix["cells"][0]["metrics_summary"]
     assert summary["torchprof_rank_count"]["mean"] == ranks
     assert summary["torchprof_cpu_op_ms"]["mean"] > 0

@@ -13,6 +13,7 @@ import torch
 from aorta_torchprof import session as tp
 from aorta_torchprof.options import TorchprofOptions
 from cli_helpers import records, run_aorta
+from needs import NO_GPU
 
 from aorta_core.benchmark.config import ProfilingConfig
 from aorta_core.benchmark.profiling import torch_profiler_request
@@ -56,11 +57,13 @@ def test_the_benchmark_s_profiling_block_speaks_torchprof_s_options(tmp_path):
 
 
 def test_a_user_loop_with_the_two_lines_is_profiled_on_its_own_steps(tmp_path):
+    """On the CPU (GPUs hidden: the loop takes one where it sees it), so its metrics are the
+    CPU operator ones."""
     out = tmp_path / "sweep"
     done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "collector=torchprof",
                       "collector.torchprof.mode=env", "collector.torchprof.step_on=manual",
                       "--", sys.executable, str(LOOP), "--steps", "6", "--width", "16"],
-                     cwd=tmp_path, env={"OMP_NUM_THREADS": "1"}, timeout=300)
+                     cwd=tmp_path, env={"OMP_NUM_THREADS": "1", **NO_GPU}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     (record,) = records(out)
     trial = next(out.glob("cells/*/trial_000"))

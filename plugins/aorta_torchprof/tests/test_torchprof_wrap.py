@@ -112,7 +112,8 @@ def _run(launch: Launch) -> subprocess.CompletedProcess:
 
 def test_runner_keeps_exit_code_and_writes_trace(tmp_path: Path) -> None:
     launch = _wrap(
-        [sys.executable, str(TRAIN), "--steps", "6", "--width", "32", "--exit-code", "3"],
+        [sys.executable, str(TRAIN), "--steps", "6", "--width", "32", "--exit-code", "3",
+         "--device", "cpu"],
         tmp_path,
         key_averages=True,
         gzip=True,
@@ -166,6 +167,8 @@ def test_torchrun_gloo_every_rank_profiled(tmp_path: Path) -> None:
         "5",
         "--width",
         "32",
+        "--device",
+        "cpu",
     ]
     done = _run(_wrap(argv, tmp_path, active=2))
     assert done.returncode == 0, done.stderr[-3000:]
