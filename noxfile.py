@@ -98,7 +98,7 @@ def install_modes(session: nox.Session, mode: str) -> None:
         session.install(TORCH, "setuptools>=69")
         wheels = elsewhere / "wheels"
         session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), ".", *PLUGINS, silent=True)
+                    "--wheel-dir", str(wheels), *_clean_sources(elsewhere / "src"), silent=True)
         session.install(*map(str, sorted(wheels.glob("*.whl"))))
     else:
         session.install(*_dependencies())
@@ -111,6 +111,19 @@ def install_modes(session: nox.Session, mode: str) -> None:
                 session.run(*(a.format(out=out) for a in argv), silent=True, env=env)
     if mode == "wheel":
         _sweep_from_the_wheels(session, env)
+
+
+def _clean_sources(into: Path) -> list[str]:
+    """Copies of aorta-core and the collectors without build outputs: setuptools puts whatever
+    an earlier build left in build/lib into the wheel, deleted modules included."""
+    shutil.rmtree(into, ignore_errors=True)
+    skip = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "tests")
+    core = into / "aorta-core"
+    shutil.copytree(ROOT / "aorta_core", core / "aorta_core", ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, core / name)
+    plugins = [shutil.copytree(p, into / Path(p).name, ignore=skip) for p in PLUGINS]
+    return [str(core), *map(str, plugins)]
 
 
 def _sweep_from_the_wheels(session: nox.Session, env: dict[str, str]) -> None:

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 from aorta_core import Launch, SetupError
+from aorta_core.install_hints import pip_install
 from aorta_proton import devices, launch, triton_version
 from aorta_proton.options import ProtonOptions, render_mode
 
@@ -46,7 +47,8 @@ def _checked_python(launch_: Launch, env: dict[str, str], options: ProtonOptions
     if options.mode == "cli" and not found.has_runner:
         raise SetupError(
             f"aorta-proton is not installed in the workload interpreter {python}: "
-            f"run `{python} -m pip install aorta-proton`, or use collector.proton.mode: env"
+            f"run `{pip_install(python, 'aorta-core', 'aorta-proton')}`, "
+            "or use collector.proton.mode: env"
         )
     return python
 

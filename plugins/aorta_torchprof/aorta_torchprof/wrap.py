@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aorta_core import Launch, SetupError
+from aorta_core.install_hints import pip_install
 from aorta_core.launch import PythonLaunch, interpreter, split_python
 from aorta_torchprof.options import TorchprofOptions
 from aorta_torchprof.session import options_to_env
@@ -88,5 +89,6 @@ def _check_importable(interpreter: str, env: dict[str, str], cwd: Path) -> None:
     if done.returncode != 0:
         raise SetupError(
             f"torchprof: {interpreter!r} cannot import aorta_torchprof; install aorta-torchprof "
-            f"into that environment (pip install aorta-torchprof) {_ENV_HINT}"
+            "into that environment "
+            f"({pip_install(interpreter, 'aorta-core', 'aorta-torchprof')}) {_ENV_HINT}"
         )
