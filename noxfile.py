@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import platform
 import shutil
+import sys
 import tempfile
 from datetime import date
 from pathlib import Path
@@ -55,6 +56,19 @@ def tests(session: nox.Session) -> None:
     _install_everything(session)
     session.install(TRITON, *HTA, "-e", "tests/third_party_collector")
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python=False)
+def gpu(session: nox.Session) -> None:
+    """The GPU tests (``pytest -m gpu``), on a GPU machine, in the Python that runs nox.
+
+    No venv and no installs: a GPU host has its own CUDA torch (the CPU wheel pinned here would
+    replace it) and often no package index. Install aorta-core and the collectors into that
+    Python first (``pip install -e . -e plugins/aorta_torchprof ...``), then run
+    ``python -m nox -s gpu`` with it; arguments after ``--`` go to pytest. Where torch sees no
+    GPU every test skips, naming the reason.
+    """
+    session.run(sys.executable, "-m", "pytest", "-m", "gpu", *session.posargs, external=True)
 
 
 @nox.session
