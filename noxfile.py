@@ -1,6 +1,6 @@
 """Sessions: lint, tests, third_party (a real pip install of an outside collector), install_modes
 (the aorta_core.conf tree from an editable install, a wheel and a checkout; from the wheels, the
-grid and default sweeps), bench, demo.
+grid and default sweeps), gpu (the tests marked gpu, on a GPU machine's own torch), bench, demo.
 
 torch and triton are pinned here (and only here) to the CPU wheels the project tests against;
 aorta's own metadata keeps loose lower bounds so that it never replaces a user's torch.
