@@ -366,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in SUBCOMMANDS:
         ns = _parser().parse_args(args)
         return ns.func(ns)
+    if args and args[0] == "sweep":  # upstream's `aorta sweep run --recipe R.yaml -- <command>`
+        from aorta_core.upstream.command import main as upstream_sweep
+
+        return upstream_sweep(args[1:])
     return run_sweep(args)
 
 

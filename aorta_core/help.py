@@ -17,6 +17,9 @@ aorta: run a workload over a sweep of settings, profile every trial, merge one m
 Usage:
   python -m aorta_core [sweep=<recipe>] [collector=<name>|collector=[a,b]] [key=value ...] \
 [-- command args...]
+  aorta sweep run --recipe R.yaml [--collect a,b] [--trials N] [--output DIR] -- command args...
+                                              an upstream ROCm/aorta probe recipe, same engine
+                                              (docs/profiling.md section 0)
   aorta plugins [--json]                      installed collectors
   aorta matrix <output>                       (re)build matrix.json/.parquet, perf.md, report.html
   aorta parse <collector> <artifact_dir> [key=value ...]   metrics of one artifact folder (JSON)
