@@ -174,14 +174,21 @@ def load_registry() -> Registry:
     return registry
 
 
+#: How Hydra names a selected collector it has no option for: ``Could not find
+#: 'collector/x'`` (``load`` in a list), or, when no collector has an option at all, ``Could not
+#: override 'collector'. To append to your config use +collector=x`` (or ``=[x,y]``).
+_NOT_FOUND = re.compile(r"Could not (?:find|load) 'collector/([^']+)'|use \+collector=(\S+)")
+
+
 def unusable_selection(hydra_message: str) -> str | None:
     """The reason a selected collector is missing from Hydra's options, when it is installed but
-    failed to load: Hydra only says ``Could not find 'collector/<name>'``."""
-    found = re.search(r"Could not (?:find|load) 'collector/([^']+)'", hydra_message)
+    failed to load (Hydra says only that it has no such option)."""
+    found = _NOT_FOUND.search(hydra_message)
     if found is None:
         return None
-    status = next((s for s in load_registry().statuses
-                   if s.name == found.group(1) and s.status == "error"), None)
+    names = (found.group(1) or found.group(2).strip("[]")).split(",")
+    errors = {s.name: s for s in load_registry().statuses if s.status == "error"}
+    status = next((errors[n.strip()] for n in names if n.strip() in errors), None)
     if status is None:
         return None
     return (f"collector {status.name} ({status.distribution} {status.version}) is unusable: "

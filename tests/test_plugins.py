@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -300,3 +303,101 @@ def test_parse_subcommand_shows_what_a_trial_would_record(plugin_site, tmp_path:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"faulty_artifact_dir": str(folder)}
     assert "faulty: parse_metrics failed: ValueError: cannot parse" in done.stderr
+
+
+# -- packaging: the docs' example plugin built as a wheel, and collectors whose option is broken --
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugin"
+DOC = EXAMPLE.parent.parent / "docs" / "plugins.md"
+#: The example's files docs/plugins.md shows, with the language of each block.
+SHOWN = {"pyproject.toml": "toml", "aorta_cprofile/plugin.py": "python",
+         "aorta_cprofile/conf/collector/cprofile.yaml": "yaml"}
+MISSING_FIX = ("collector/cprofile.yaml is missing from package aorta_cprofile.conf: add it as "
+               "package data (docs/plugins.md#packaging)")
+
+
+def test_the_docs_show_the_example_plugin_verbatim():
+    text = DOC.read_text(encoding="utf-8")
+    for name, language in SHOWN.items():
+        source = (EXAMPLE / name).read_text(encoding="utf-8")
+        assert f"```{language}\n{source}```" in text, f"docs/plugins.md differs from {name}"
+
+
+def _install_wheel(src: Path, tmp_path: Path) -> dict[str, str]:
+    """Build ``src`` as users do (``pip wheel``), install the wheel into a private site folder,
+    and return the environment that loads it (and only it) as a collector."""
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir",
+                    str(wheels), str(src)], check=True, cwd=tmp_path, timeout=300)
+    (wheel,) = wheels.glob("aorta_cprofile-*.whl")
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, cwd=tmp_path, timeout=300)
+    return {"PYTHONPATH": str(site), "AORTA_LOAD_PLUGINS": "cprofile"}
+
+
+def _example_copy(tmp_path: Path) -> Path:
+    """The example outside the checkout, so that the build leaves nothing in it."""
+    return Path(shutil.copytree(EXAMPLE, tmp_path / "src",
+                                ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                              "__pycache__")))
+
+
+def _cprofile_row(tmp_path: Path, env: dict[str, str]) -> dict:
+    done = run_aorta(["plugins", "--json"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    (row,) = [r for r in json.loads(done.stdout) if r["name"] == "cprofile"]
+    return row
+
+
+def test_the_example_plugin_built_as_a_wheel_runs_in_a_sweep(tmp_path: Path):
+    env = _install_wheel(_example_copy(tmp_path), tmp_path)
+    row = _cprofile_row(tmp_path, env)
+    assert (row["status"], row["distribution"], row["version"]) == ("ok", "aorta-cprofile",
+                                                                     "0.1.0")
+    script = tmp_path / "work.py"
+    script.write_text("def busy():\n    return sum(i * i for i in range(200000))\n\n\nbusy()\n")
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=cprofile", "collector.cprofile.top=2",
+                      f"output={out}", "--", sys.executable, str(script)], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    (rec,) = records(out)
+    assert rec["verdict"] == "pass" and rec["collectors"]["cprofile"]["version"] == "0.1.0"
+    assert rec["metrics"]["cprofile_process_count"] == 1 and rec["metrics"]["cprofile_calls"] > 0
+    assert len(rec["metrics"]["cprofile_top_functions"]) == 2
+
+
+def test_a_wheel_built_without_its_package_data_is_an_error_with_the_fix(tmp_path: Path):
+    """The packaging docs/plugins.md showed before: no package-data table, so no YAML."""
+    src = _example_copy(tmp_path)
+    pyproject = src / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text[: text.index("# The Hydra option")], encoding="utf-8")
+    env = _install_wheel(src, tmp_path)
+    assert not (tmp_path / "site" / "aorta_cprofile" / "conf" / "collector" / "cprofile.yaml"
+                ).exists()
+    row = _cprofile_row(tmp_path, env)
+    assert row["status"] == "error" and row["error"].endswith(MISSING_FIX), row
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=cprofile", f"output={out}", "--",
+                      "true"], cwd=tmp_path, env=env)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"aorta: error: collector cprofile (aorta-cprofile 0.1.0) is unusable: {row['error']}")
+    assert not out.exists()
+
+
+def test_a_collector_whose_option_is_not_yaml_is_an_error(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("badyaml", good_collector("badyaml"), yaml="level: [1\n")
+    rows = _plugins(plugin_site, tmp_path)
+    assert rows["good"]["status"] == "ok" and rows["badyaml"]["status"] == "error"
+    assert rows["badyaml"]["error"] == (
+        "CollectorConfigError: collector/badyaml.yaml of package aorta_test_badyaml.conf is not "
+        "valid YAML at line 2: expected ',' or ']', but got '<stream end>'; fix the file")
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=[good,badyaml]",
+                      f"output={tmp_path / 'out'}", "--", "true"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("aorta: error: collector badyaml (aorta-test-badyaml "
+                                            f"0.3.1) is unusable: {rows['badyaml']['error']}")
