@@ -121,13 +121,30 @@ def _check_option_file(name: str, package: str) -> None:
         raise CollectorConfigError(f"{option} is missing from package {package}: "
                                    f"add it as package data ({PACKAGING_DOC})")
     try:
-        yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        yaml.safe_load(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise CollectorConfigError(
             f"{option} of package {package} is not valid YAML{where}: "
             f"{getattr(exc, 'problem', None) or exc}; fix the file") from None
+    if _package_header(text) != f"collector.{name}":
+        # Without it the options land in `collector`, not `collector.<name>`: none would apply.
+        raise CollectorConfigError(f"{option} of package {package} must start with the line "
+                                   f"`# @package collector.{name}` ({PACKAGING_DOC})")
+
+
+def _package_header(text: str) -> str | None:
+    """The ``@package`` of a config as Hydra reads it: from the ``# @key value`` lines above
+    the first other line (a plain comment above it hides it)."""
+    for line in filter(None, map(str.strip, text.splitlines())):
+        if not re.match(r"#\s*@", line):
+            return None
+        found = re.fullmatch(r"#\s*@package\s+(\S+)", line)
+        if found:
+            return found.group(1)
+    return None
 
 
 def _names(variable: str) -> set[str]:

@@ -9,6 +9,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
 from cli_helpers import good_collector, records, run_aorta
 
 #: Keep every collector installed in this environment (whichever they are) out of these tests' way.
@@ -387,17 +388,24 @@ def test_a_wheel_built_without_its_package_data_is_an_error_with_the_fix(tmp_pat
     assert not out.exists()
 
 
-def test_a_collector_whose_option_is_not_yaml_is_an_error(plugin_site, tmp_path: Path):
+@pytest.mark.parametrize(("text", "problem"), [
+    ("level: [1\n", "is not valid YAML at line 2: expected ',' or ']', but got '<stream end>'; "
+                    "fix the file"),
+    # A comment above the header hides it from Hydra: the options would land in `collector`.
+    ("# options of bad\n# @package collector.bad\nlevel: 2\n",
+     "must start with the line `# @package collector.bad` (docs/plugins.md#packaging)"),
+])
+def test_a_collector_whose_option_file_is_broken_is_an_error(plugin_site, tmp_path: Path,
+                                                              text: str, problem: str):
     plugin_site.add("good", good_collector("good"))
-    plugin_site.add("badyaml", good_collector("badyaml"), yaml="level: [1\n")
+    plugin_site.add("bad", good_collector("bad"), yaml=text)
     rows = _plugins(plugin_site, tmp_path)
-    assert rows["good"]["status"] == "ok" and rows["badyaml"]["status"] == "error"
-    assert rows["badyaml"]["error"] == (
-        "CollectorConfigError: collector/badyaml.yaml of package aorta_test_badyaml.conf is not "
-        "valid YAML at line 2: expected ',' or ']', but got '<stream end>'; fix the file")
-    done = run_aorta(["sweep=repeat", "trials=1", "collector=[good,badyaml]",
+    assert rows["good"]["status"] == "ok" and rows["bad"]["status"] == "error"
+    assert rows["bad"]["error"] == (
+        f"CollectorConfigError: collector/bad.yaml of package aorta_test_bad.conf {problem}")
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=[good,bad]",
                       f"output={tmp_path / 'out'}", "--", "true"], cwd=tmp_path,
                      env=_env(plugin_site))
     assert done.returncode == 2
-    assert done.stderr.splitlines()[-1] == ("aorta: error: collector badyaml (aorta-test-badyaml "
-                                            f"0.3.1) is unusable: {rows['badyaml']['error']}")
+    assert done.stderr.splitlines()[-1] == (
+        f"aorta: error: collector bad (aorta-test-bad 0.3.1) is unusable: {rows['bad']['error']}")
