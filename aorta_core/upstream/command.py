@@ -25,7 +25,7 @@ from aorta_core.argv import split_command
 from aorta_core.grammar import quote
 from aorta_core.progress import error_line
 from aorta_core.upstream.mitigations import BUILTIN
-from aorta_core.upstream.recipe import ProbeRecipe, RecipeError, load, refusals
+from aorta_core.upstream.recipe import SEGMENT, ProbeRecipe, RecipeError, load, refusals
 
 EXIT_USAGE = 2
 #: The config groups that carry the two axes; each option sets the name's variables in ``env``.
@@ -134,9 +134,9 @@ def parse(argv: list[str]) -> Run:
         raise UsageError("aorta sweep run: a probe recipe runs a user command: put it after "
                          f"--, e.g. aorta sweep run --recipe {ns.recipe} -- python train.py")
     ticket = ns.ticket if ns.ticket is not None else recipe.ticket or "_no_ticket_"
-    if "/" in ticket or ticket in ("", ".", ".."):
-        raise UsageError(f"aorta sweep run --ticket {ticket!r}: a ticket is one folder name, "
-                         "e.g. --ticket PERF-123")
+    if not SEGMENT.fullmatch(ticket):
+        raise UsageError(f"aorta sweep run --ticket {ticket!r}: a ticket names the output "
+                         "subfolder; use letters, digits, '_', '.' and '-' (e.g. PERF-123)")
     collect = None
     if ns.collect is not None:
         collect = list(dict.fromkeys(n.strip() for n in ns.collect.split(",") if n.strip()))
@@ -262,8 +262,9 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(f"{name}: {_env_text(env)}\n")
         return 0
     if verb != "run":
-        error_line(f"aorta sweep {verb}: unknown; aorta sweep run --recipe R.yaml -- <command> "
-                   "runs an upstream probe recipe, aorta sweep list-mitigations lists its names")
+        what = f"aorta sweep {verb}: unknown" if verb else "aorta sweep: no verb given"
+        error_line(f"{what}; aorta sweep run --recipe R.yaml -- <command> runs an upstream probe "
+                   "recipe, aorta sweep list-mitigations lists the names of its axes")
         return EXIT_USAGE
     try:
         run = parse(rest)

@@ -30,8 +30,8 @@ _DOCS = "docs/profiling.md section 0 lists every key"
 _LEVEL = Literal["full", "summary", "log", "none"]
 _POSITIVE = msgspec.Meta(gt=0)
 _AXIS = Annotated[list[str], msgspec.Meta(min_length=1)]
-#: Upstream's cell-name and path-segment shape (its ``_validate_cell_name``).
-_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+#: Upstream's cell-name and path-segment shape (its ``_validate_cell_name``); a ticket too.
+SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 #: Triage-mode keys: upstream refuses them in a probe recipe, which synthesises its own cells.
 _TRIAGE_ONLY = ("workload", "steps", "cells", "workload_config", "save_logs", "extra_env",
                 "trial_isolation")
@@ -217,7 +217,7 @@ def load(path: Path) -> ProbeRecipe:
         recipe = msgspec.convert(data, ProbeRecipe, strict=True)
     except msgspec.ValidationError as exc:
         raise RecipeError(_schema_line(path, exc)) from None
-    if recipe.ticket is not None and not _SEGMENT.fullmatch(recipe.ticket):
+    if recipe.ticket is not None and not SEGMENT.fullmatch(recipe.ticket):
         raise RecipeError(f"{path}: ticket: {recipe.ticket!r} names the output subfolder; use "
                           "letters, digits, '_', '.' and '-' (e.g. PERF-123)")
     if recipe.step_time_regex is not None:
