@@ -200,6 +200,22 @@ def test_a_missing_recipe_and_a_missing_command_are_one_line_and_exit_2(tmp_path
     assert "a probe recipe runs a user command: put it after --" in _one_error(bare)
 
 
+def test_a_json_recipe_is_read_as_json_and_a_command_needs_the_separator(tmp_path: Path):
+    data = {"schema_version": 1, "mode": "probe", "trials": 1, "mitigation_axis": ["xnack"],
+            "diagnostic_axis": ["none"]}
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps(data))
+    done = _sweep_run(tmp_path, "--recipe", str(recipe), "--dry-run", "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert "mitigation=xnack diagnostic=none: HSA_XNACK=1" in done.stdout
+    recipe.write_text(json.dumps({**data, "trials": 1.5}))
+    bad = _sweep_run(tmp_path, "--recipe", str(recipe), "--", "true")
+    assert bad.returncode == 2 and "trials: expected int, got float" in _one_error(bad)
+    bare = _sweep_run(tmp_path, "--recipe", str(recipe), "python", "train.py")
+    assert bare.returncode == 2
+    assert "'python' is not an option; put your command after --" in _one_error(bare)
+
+
 def test_help_names_the_command(tmp_path: Path):
     done = run_aorta(["sweep", "run", "--help"], cwd=tmp_path)
     assert done.returncode == 0 and "--recipe" in done.stdout and "--collect" in done.stdout

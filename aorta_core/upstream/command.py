@@ -122,7 +122,14 @@ def parse(argv: list[str]) -> Run:
     """Read ``sweep run`` arguments; raises :class:`UsageError` or :class:`RecipeError`."""
     options, command = split_command(argv)
     _refuse_flags(options)
-    ns = _parser().parse_args(options)
+    ns, extra = _parser().parse_known_args(options)
+    if extra:
+        bare = next((a for a in extra if not a.startswith("-")), None)
+        if bare is None:
+            raise UsageError(f"aorta sweep run: unknown option {extra[0]}; see "
+                             "aorta sweep run --help")
+        raise UsageError(f"aorta sweep run: {bare!r} is not an option; put your command after "
+                         f"--: aorta sweep run --recipe {ns.recipe} -- {shlex.join(extra)}")
     if ns.env_passthrough_mode == "file":
         raise UsageError("aorta sweep run --env-passthrough-mode file: probe.env and "
                          "AORTA_ENV_FILE have no counterpart; use inherit")
