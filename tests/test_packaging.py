@@ -6,7 +6,11 @@ setuptools finds the packages (pyproject.toml), so a folder of aorta_core withou
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from importlib.util import find_spec
 from itertools import pairwise
 from pathlib import Path
@@ -64,3 +68,22 @@ def test_configs_run_modules_of_installed_packages_not_files_of_the_checkout():
         spec = find_spec(module)
         assert spec is not None and spec.origin, module
         assert not Path(spec.origin).resolve().is_relative_to(ROOT / "examples"), module
+
+
+def test_the_built_wheel_holds_every_module_and_config_of_the_checkout(tmp_path: Path):
+    """Built as users build it (from a copy: setuptools adds whatever an earlier build left in
+    build/lib), the wheel holds exactly the package's files."""
+    src = tmp_path / "src"
+    shutil.copytree(PACKAGE, src / "aorta_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "--no-build-isolation", "--wheel-dir", str(tmp_path / "wheels"), str(src)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "wheels").glob("aorta_core-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {n for n in archive.namelist() if n.startswith("aorta_core/")}
+    on_disk = {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*")
+               if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts}
+    assert shipped == on_disk
+    assert {"aorta_core/workloads/tiny.py", "aorta_core/conf/workload/tiny.yaml"} <= shipped
