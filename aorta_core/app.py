@@ -12,6 +12,7 @@ from typing import Any
 import hydra
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
+from hydra.plugins.config_source import ConfigLoadError
 from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.argv import to_config
@@ -20,7 +21,7 @@ from aorta_core.driver import SweepAbort
 from aorta_core.files import READ_LIMIT_ENV
 from aorta_core.metrics import safe_text
 from aorta_core.plugins import load_registry
-from aorta_core.progress import CellProgress, error_line, warning_line
+from aorta_core.progress import CellProgress, cell_label, error_line, warning_line
 from aorta_core.records import (
     CELL_FILE,
     RECORD_NAME,
@@ -35,15 +36,26 @@ OmegaConf.register_new_resolver("aorta_cell", cell_name, replace=True)
 OmegaConf.register_new_resolver("aorta_python", lambda: sys.executable, replace=True)
 
 
-def register_command(command: list[str] | None) -> None:
-    """Carry the argv given after ``--`` into the config as the ``command`` key."""
+#: Where the driver leaves the swept keys for the jobs: outside the config's defaults, and carried
+#: with the ConfigStore to the workers of a parallel launcher.
+_SWEPT = ("aorta_internal", "swept")
+
+
+def register_command(command: list[str] | None, swept: tuple[str, ...] = ()) -> None:
+    """Carry the argv given after ``--`` into the config as the ``command`` key, and the keys the
+    sweep varies to the jobs (they name each trial's cell by them)."""
+    store = ConfigStore.instance()
     if command is not None:
-        ConfigStore.instance().store(
-            group="aorta_cli",
-            name="argv",
-            node={"command": [to_config(a) for a in command]},
-            package="_global_",
-        )
+        store.store(group="aorta_cli", name="argv",
+                    node={"command": [to_config(a) for a in command]}, package="_global_")
+    store.store(group=_SWEPT[0], name=_SWEPT[1], node={"keys": list(swept)})
+
+
+def _swept() -> list[str]:
+    try:
+        return list(ConfigStore.instance().load(f"{_SWEPT[0]}/{_SWEPT[1]}.yaml").node["keys"])
+    except ConfigLoadError:  # a job launched without the driver (Hydra's --experimental-rerun)
+        return []
 
 
 def completed(cell: Cell, index: int) -> bool:
@@ -103,7 +115,8 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
                        list(cfg.device_env)) if todo else contextlib.nullcontext({})
     with slot as device_env:
         cell = dataclasses.replace(cell, env={**cell.env, **device_env})
-        with CellProgress(cell, int(cfg.trials), skipped=int(cfg.trials) - len(todo)) as progress:
+        label = cell_label(cell.name, cell.axes, _swept())
+        with CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label) as progress:
             for index in todo:
                 progress.start(index)
                 record = run_trial(cell, index, registry)
@@ -144,3 +157,22 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
 @hydra.main(version_base="1.3", config_path="pkg://aorta_core.conf", config_name="config")
 def hydra_main(cfg: DictConfig) -> dict[str, Any]:
     return run_cell(cfg)
+
+
+def run_jobs() -> None:
+    """Hydra's jobs for ``sys.argv``, with an error Hydra would report raised to the caller.
+
+    Hydra prints what it catches (a multi-line report, a traceback) and exits 1; the driver wants
+    the exception, to say it in one line and remove what the failed start wrote. Hydra's switch
+    for that, the HYDRA_FULL_ERROR variable, would reach every trial's environment, so its
+    reporter is bypassed for the duration of the sweep instead.
+    """
+    import hydra._internal.utils as hydra_utils
+
+    report = hydra_utils.run_and_report
+    hydra_utils.run_and_report = lambda func: func()
+    try:
+        hydra_main()
+    finally:
+        hydra_utils.run_and_report = report
+

@@ -13,26 +13,17 @@ from datetime import datetime
 from pathlib import Path
 
 from aorta_core.argv import split_command
-from aorta_core.progress import collector_warning, console, error_line, warning_line
+from aorta_core.progress import collector_warning, console, error_line, warning_line, wrote
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
-_OUTPUT_KEYS = ("output=", "+output=", "++output=")
 _INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
 
 
-def _with_output(args: list[str]) -> tuple[list[str], Path]:
-    """Default ``output`` to a new timestamped folder; make a relative one absolute."""
-    out, output = [], None
-    for arg in args:
-        key = next((k for k in _OUTPUT_KEYS if arg.startswith(k)), None)
-        if key:
-            output = Path.cwd() / arg[len(key):]  # an absolute value stays as it is
-            arg = key + str(output)
-        out.append(arg)
-    if output is None:
-        output = Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
-        out.append(f"output={output}")
-    return out, output
+def _output_arg(output: Path) -> str:
+    """``output=`` as Hydra reads it back whole, whatever the path holds."""
+    from aorta_core.grammar import quote
+
+    return f"output={quote(str(output))}"
 
 
 def _print_json(obj) -> None:
@@ -68,9 +59,9 @@ def run_sweep(args: list[str]) -> int:
                    [c.info.config_package for c in registry.collectors.values()])
         return 0
     from aorta_core import searchpath
-    from aorta_core.app import hydra_main, register_command
+    from aorta_core.app import hydra_main, register_command, run_jobs
     from aorta_core.driver import EXIT_USAGE, drive
-    from aorta_core.precheck import UsageError, check
+    from aorta_core.precheck import OUTPUT_KEYS, UsageError, check
 
     searchpath.install()
     try:
@@ -78,14 +69,15 @@ def run_sweep(args: list[str]) -> int:
     except UsageError as exc:
         error_line(str(exc))
         return EXIT_USAGE
-    register_command(command)
+    hydra_args, output = [a for a in hydra_args if not a.startswith(OUTPUT_KEYS)], plan.output
+    register_command(command, plan.swept)
     if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
-        sys.argv = [sys.argv[0], *hydra_args]
+        sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
         hydra_main()
         return 0
-    hydra_args, output = _with_output(hydra_args)
-    sys.argv = [sys.argv[0], *hydra_args]
-    return drive(output, hydra_main, plan.allow_failures)
+    output = output or Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
+    return drive(output, run_jobs, plan.allow_failures)
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:
@@ -109,7 +101,8 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         table.add_row(row["name"], row["distribution"], row["version"],
                       f"[{style}]{row['status']}[/]", row["error"] or row["description"] or "")
     if not rows:
-        console().print("no collectors installed (pip install aorta-proton, aorta-rocprof, ...)")
+        console().print("no collectors installed (in the aorta repository: pip install -e "
+                        "plugins/aorta_torchprof, and so on for each folder of plugins/)")
     else:
         Console(highlight=False).print(table)  # the listing is the command's output: stdout
     return 0
@@ -157,6 +150,14 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _note(line: str) -> None:
+    """A report's note: ``wrote <path>`` as such, anything else a warning."""
+    if line.startswith("wrote "):
+        wrote(line.removeprefix("wrote "))
+    else:
+        warning_line(line)
+
+
 def cmd_report_overlap(ns: argparse.Namespace) -> int:
     from aorta_core.reports.overlap_report import build_report
 
@@ -171,8 +172,9 @@ def cmd_report_overlap(ns: argparse.Namespace) -> int:
     summary, notes = build_report(pairs, output, ns.reference, ns.candidate,
                                   pngs=False if ns.no_png else None)
     for note in notes:
-        (console().print if note.startswith("wrote") else warning_line)(note)
-    console().print(f"wrote {output / 'summary.json'}\nwrote {output / 'report.html'}")
+        _note(note)
+    wrote(output / "summary.json")
+    wrote(output / "report.html")
     if not any(d.get("count") for d in summary["datasets"].values()):
         error_line("no iteration records found in any --log-dir; nothing to report")
         return 1
@@ -189,7 +191,7 @@ def cmd_report_sweep(ns: argparse.Namespace) -> int:
     path = write_sweep_report(output, pngs=False if ns.no_png else None)
     if path is None:
         return 1
-    console().print(f"wrote {path}")
+    wrote(path)
     return 0
 
 
@@ -209,9 +211,9 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         sys.stdout.write(markdown(result, only_changed=ns.only_changed))
     if ns.html:
         line = write_html(result, Path(ns.html), pngs=False if ns.no_png else None)
-        console().print(f"wrote {ns.html}")
+        wrote(ns.html)
         if line:
-            (console().print if line.startswith("wrote") else warning_line)(line)
+            _note(line)
     for failure in result.failures:
         error_line(f"--fail-on: {failure}")
     return 1 if result.failures else 0
@@ -240,7 +242,7 @@ def cmd_agree(ns: argparse.Namespace) -> int:
     report = write_sweep_report(output, pngs=False if ns.no_png else None)
     for written in (path, report):
         if written is not None:
-            console().print(f"wrote {written}")
+            wrote(written)
     print_agreement(path, Console(highlight=False))  # the verdicts are the output: stdout
     return 0
 
@@ -268,8 +270,7 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
             continue
         if done is not None:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(done.events.items())) or "none"
-            console().print(f"wrote {done.path} (ranks {', '.join(map(str, done.ranks))}; "
-                            f"events: {counts})")
+            wrote(f"{done.path} (ranks {', '.join(map(str, done.ranks))}; events: {counts})")
             written += 1
     return 0 if written else 1
 
@@ -361,8 +362,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_version() -> int:
+    """``aorta --version``: aorta-core's version, then each installed collector's distribution."""
+    from importlib.metadata import version
+
+    from aorta_core.plugins import PluginLoadError, load_registry
+
+    lines = [f"aorta-core {version('aorta-core')}"]
+    try:
+        statuses = load_registry().statuses
+    except PluginLoadError as exc:
+        statuses, lines = [], [*lines, f"collectors: not listed ({exc})"]
+    else:
+        lines += [] if statuses else ["collectors: none installed"]
+    for s in statuses:
+        state = "" if s.status == "ok" else f" ({s.status}: {s.error})"
+        lines.append(f"collector {s.name}: {s.distribution} {s.version}{state}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if "--version" in split_command(args)[0]:
+        return print_version()
     if args and args[0] in SUBCOMMANDS:
         ns = _parser().parse_args(args)
         return ns.func(ns)

@@ -7,6 +7,8 @@ with ``allow_failures=true``); 2 a usage error; 130 interrupted (Ctrl-C).
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -50,8 +52,44 @@ def status_of(cells: Iterable[dict[str, Any]], allow_failures: bool) -> int:
     return EXIT_FAILED if bad and not allow_failures else EXIT_OK
 
 
+def _unstarted(exc: Exception) -> str:
+    """The one line for what stopped Hydra before any trial ran."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from aorta_core.precheck import hydra_line
+
+    if isinstance(exc, HydraException | OmegaConfBaseException):
+        return hydra_line(exc)
+    return (f"the sweep could not start ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+            "nothing ran: fix the launcher or the command line and run it again")
+
+
+def _undo_start(output: Path, existing: Path, earlier: set[str]) -> None:
+    """Remove what a sweep that never ran a trial wrote (Hydra's ``multirun.yaml``, a launcher's
+    folders, the lock file while still held), and the folders it made below ``existing``."""
+    for path in output.iterdir():
+        if path.name in earlier:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        for folder in (output, *output.parents):
+            if folder == existing:
+                break
+            folder.rmdir()
+
+
 def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> int:
-    """Run the sweep's jobs into ``output`` under its lock; return the exit status."""
+    """Run the sweep's jobs into ``output`` under its lock; return the exit status.
+
+    When Hydra or its launcher fails before any trial is recorded, the reason is one line, exit
+    status 2, and what the attempt wrote is removed (nothing is left behind).
+    """
+    existing = next(p for p in (output, *output.parents) if p.exists())
+    earlier = {p.name for p in output.iterdir()} if output.is_dir() else set()
     problem = _writable(output)
     if problem is not None:
         error_line(problem)
@@ -65,6 +103,7 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
     if previous:
         warning_line(f"taking over the lock of a sweep that ended without releasing it "
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
+    recorded = recorded_trials(output)
     try:
         try:
             run_jobs()
@@ -76,6 +115,12 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
             error_line(f"interrupted: {recorded_trials(output)} trials recorded; "
                        "run the same command again to resume")
             return EXIT_INTERRUPTED
+        except Exception as exc:
+            if recorded_trials(output) > recorded:
+                raise  # trials ran: a fault of a job, not of the command line
+            error_line(_unstarted(exc))
+            _undo_start(output, existing, earlier)
+            return EXIT_USAGE
         return _finish(output, allow_failures)
     finally:
         lock.release()

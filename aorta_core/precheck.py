@@ -1,25 +1,34 @@
 """Compose the config once before Hydra runs, so that a mistake is one line naming the problem and
 the fix (exit status 2) instead of Hydra's multi-line report, or a sweep that runs the wrong thing.
 
-Caught here: an unknown recipe, workload or collector; a mistyped or ill-typed option; a collector
-key that does not exist (``+collector.x.typo=1``, which Hydra lets through); a bare word where an
-override was expected (a command without ``--``); a recipe that needs a command and got none.
-Sweep values (``a=1,2``, ``glob(*)``) and Hydra's own settings are left to Hydra: they are
-checked when each job is composed.
+Caught here: an unknown recipe, workload, collector or launcher; a mistyped or ill-typed option,
+swept values too (each is composed once); a key that is no setting (``trails=1``, ``+trails=1``:
+"did you mean `trials`?"); a collector key that does not exist (``+collector.x.typo=1``, which
+Hydra lets through); a bare word where an override was expected (a command without ``--``); a
+command after ``--`` with the default recipe, whose axes are the benchmark's; a recipe that needs
+a command and got none. A core setting's swept value (``trials=1,abc``) is refused by its cell
+alone, when the job is composed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from aorta_core.grammar import Axis, quote, sweep_axes
+from aorta_core.keys import not_a_setting, suggestion
+from aorta_core.plugins import unusable_selection
 from aorta_core.settings import CoreSettings, SettingsError, core_settings
 
 #: Flags that replace the primary config; with them the pre-check cannot compose what Hydra will.
@@ -31,8 +40,26 @@ _VALUE_FLAGS = (*_PRIMARY_FLAGS, *_DIR_FLAGS, "--cfg", "-c", "--package", "-p", 
 _HELP = " (python -m aorta_core --help lists recipes, workloads and collectors)"
 
 
+OUTPUT_KEYS = ("output=", "+output=", "++output=")
+
+
 class UsageError(ValueError):
     """The command line cannot make a sweep; the message is the one line to show."""
+
+
+def _output(args: list[str]) -> Path | None:
+    """``output=<dir>``, read once and whole (a path may hold ``,``, ``=``, quotes, brackets,
+    ``${``: it never goes through Hydra's grammar unquoted), made absolute."""
+    given = [a for a in args if a.startswith(OUTPUT_KEYS)]
+    if len(given) > 1:
+        raise UsageError(f"output= is given {len(given)} times; a sweep has one output=<dir>")
+    if not given:
+        return None
+    value = given[0].split("=", 1)[1]
+    if not value.strip():
+        raise UsageError("output= is empty (an unset shell variable?); give the sweep's folder: "
+                         "output=<dir>, or leave output= out for aorta_runs/<timestamp>")
+    return Path.cwd() / value  # an absolute value stays as it is
 
 
 @dataclass(frozen=True)
@@ -40,9 +67,18 @@ class Plan:
     """What the driver needs from the composed config."""
 
     allow_failures: bool = False
+    #: ``output=<dir>`` made absolute; None: not given.
+    output: Path | None = None
+    #: The keys the sweep varies: what tells its cells apart.
+    swept: tuple[str, ...] = ()
 
 
-def _one_line(exc: BaseException) -> str:
+def hydra_line(exc: BaseException) -> str:
+    """Hydra's error in one line: its lines joined, without the config search path; an option
+    that Hydra cannot find because its collector failed to load says why."""
+    unusable = unusable_selection(str(exc))
+    if unusable:
+        return unusable
     lines = []
     for part in (exc, exc.__cause__):
         if part is None:
@@ -90,7 +126,7 @@ def _search_dirs(args: list[str]) -> list[str]:
             dirs.append(args[i + 1])
         elif arg.startswith(tuple(f"{f}=" for f in _DIR_FLAGS)):
             dirs.append(arg.split("=", 1)[1])
-    return [f"file://{Path(d).resolve()}" for d in dirs]
+    return [quote(f"file://{Path(d).resolve()}") for d in dirs]
 
 
 def _collector_keys(cfg: DictConfig) -> None:
@@ -120,34 +156,124 @@ def _command_given(settings: CoreSettings, args: list[str], command: list[str] |
     )
 
 
+_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+_MISSING_KEY = re.compile(r"Could not override '([^']+)'")
+
+
+class Composer:
+    """Composes the command line as Hydra's basic sweeper will, so that what Hydra would report
+    after writing ``multirun.yaml`` is one line before anything is written: the command line
+    once, then each swept value once (every other axis at its first value)."""
+
+    def __init__(self, parsed: list[Override], extra: list[str]) -> None:
+        self.parsed, self.extra = parsed, extra
+        self.plain = [o.input_line for o in parsed if not o.is_sweep_override()] + extra
+
+    def compose(self, overrides: list[str]) -> DictConfig:
+        try:
+            return compose("config", overrides=overrides, return_hydra_config=True)
+        except (HydraException, OmegaConfBaseException) as exc:
+            raise UsageError(self._explain(exc, overrides)) from None
+
+    def _explain(self, exc: BaseException, overrides: list[str]) -> str:
+        missing = _MISSING_KEY.match(str(exc))
+        if missing and isinstance(exc.__cause__, (ConfigAttributeError, ConfigKeyError)) \
+                and not unusable_selection(str(exc)):
+            key = missing.group(1)
+            rest = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] != key]
+            try:
+                without = compose("config", overrides=rest, return_hydra_config=True)
+            except (HydraException, OmegaConfBaseException):
+                without = None
+            return not_a_setting(key, without)
+        return hydra_line(exc)
+
+    def base(self) -> DictConfig:
+        """The config of the command line's plain overrides; a key of the user's own that no
+        config has (``+trails=1``) is refused unless it is swept to label replicate cells
+        (``+cell=1,2``) and is no near miss of a setting."""
+        cfg = self.compose(self.plain)
+        added = [o for o in self.parsed if (o.is_add() or o.is_force_add())
+                 and not re.search(r"[./]", o.key_or_group) and not o.is_hydra_override()
+                 and not GlobalHydra.instance().config_loader().get_group_options(
+                     o.key_or_group)]
+        if not added:
+            return cfg
+        without = self.compose([line for line in self.plain
+                                if line not in {o.input_line for o in added}])
+        for override in added:
+            key = override.key_or_group
+            if key in without:
+                continue
+            label = override.is_sweep_override() and suggestion(key, without) is None
+            if not label:
+                raise UsageError(not_a_setting(
+                    key, without, f"a key of your own only labels replicate cells, swept: "
+                                  f"+{key}=a,b; python -m aorta_core --help lists the settings"))
+        return cfg
+
+    def axes(self, cfg: DictConfig) -> list[Axis]:
+        """The swept axes, each of their values composed once."""
+        if cfg.hydra.sweeper.get("_target_") != _BASIC_SWEEPER:
+            return []  # another sweeper reads its own sweep syntax
+        params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
+        loader = GlobalHydra.instance().config_loader()
+        try:
+            overrides = OverridesParser.create(config_loader=loader).parse_overrides(
+                params + [o.input_line for o in self.parsed])
+        except HydraException as exc:
+            raise UsageError(hydra_line(exc)) from None
+        for override in overrides:
+            if override.is_sweep_override() and not override.is_discrete_sweep():
+                raise UsageError(f"{override.input_line}: the basic sweeper sweeps lists, "
+                                 "choice(), range() and glob(); give the values as a,b,c")
+        axes = sweep_axes(overrides)
+        first = [a.values[0] for a in axes]
+        self.compose([*first, *self.extra])
+        for i, axis in enumerate(axes):
+            for value in () if axis.added else axis.values[1:]:
+                self.compose([*first[:i], value, *first[i + 1:], *self.extra])
+        return [a for a in axes if a.swept]
+
+
+def _default_recipe_with_command(args: list[str], command: list[str] | None) -> None:
+    """The default recipe sweeps the benchmark's FSDP/DDP axes: over the user's own command it
+    would run identical cells labelled fsdp and ddp."""
+    if command is None or any(a.lstrip("+").split("=", 1)[0] == "sweep" for a in args):
+        return
+    before = shlex.join(args)
+    raise UsageError(
+        "a command after `--` needs a recipe that runs it (the default recipe sweeps the "
+        f"benchmark's fsdp/ddp axes): python -m aorta_core sweep=repeat {before}"
+        f"{' ' if before else ''}-- {shlex.join(command)}"
+    )
+
+
 def check(args: list[str], command: list[str] | None) -> Plan:
-    """Compose ``args`` as Hydra will; raise :class:`UsageError` with the reason it cannot run."""
+    """Compose ``args`` as Hydra will, each swept value too; raise :class:`UsageError` with the
+    reason it cannot run, before anything is written."""
     _bare_word(args)
     _owned_keys(args)
+    output = _output(args)
     if any(a in _PRIMARY_FLAGS or a.startswith(_PRIMARY_FLAGS) for a in args):
         return Plan(allow_failures=any(a in ("allow_failures=true", "allow_failures=True")
-                                       for a in args))
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    candidates = [a for a in args if "=" in a and not a.startswith("-")]
+                                       for a in args), output=output)
+    _default_recipe_with_command(args, command)
     try:
-        parsed = OverridesParser.create().parse_overrides(candidates)
+        parsed = OverridesParser.create().parse_overrides(
+            [a for a in args if "=" in a and not a.startswith(("-", *OUTPUT_KEYS))])
     except HydraException as exc:
-        raise UsageError(_one_line(exc)) from None
-    plain = [o.input_line for o in parsed
-             if not o.is_sweep_override() and not o.is_hydra_override()]
+        raise UsageError(hydra_line(exc)) from None
     dirs = _search_dirs(args)
-    if dirs:
-        plain.append(f"hydra.searchpath=[{','.join(dirs)}]")
-    try:
-        with initialize_config_module("aorta_core.conf", version_base="1.3"):
-            cfg = compose("config", overrides=plain)
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise UsageError(_one_line(exc)) from None
+    with initialize_config_module("aorta_core.conf", version_base="1.3"):
+        composer = Composer(parsed, [f"hydra.searchpath=[{','.join(dirs)}]"] if dirs else [])
+        cfg = composer.base()
+        axes = composer.axes(cfg)
     try:
         settings = core_settings(cfg)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     _collector_keys(cfg)
     _command_given(settings, args, command)
-    return Plan(allow_failures=settings.allow_failures)
+    return Plan(allow_failures=settings.allow_failures, output=output,
+                swept=tuple(a.key for a in axes))

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from aorta_core.matrix import MatrixResult, build
-from aorta_core.progress import auto_text, console, warning_line
+from aorta_core.progress import auto_text, console, short_names, warning_line, wrote
 from aorta_core.records import read_json
 
 
@@ -83,20 +83,31 @@ def _distinct_autos(cells: list[dict]) -> list[dict]:
     return list(seen.values())
 
 
+#: Width of the table without its cell column: borders, padding and the four number columns.
+_NUMBER_COLUMNS = 44
+
+
 def print_summary(result: MatrixResult) -> None:
+    """The verdicts per cell; at a narrow width (a CI log, a pipe: 80 columns) each cell is named
+    by what tells it from the others, and a name that still does not fit wraps, never cut."""
+    out = console()
     table = Table(title="aorta sweep", title_justify="left")
     for column in ("cell", "pass", "fail", "error", "median wall s"):
-        table.add_column(column, justify="left" if column == "cell" else "right")
-    for cell in result.cells:
+        table.add_column(column, justify="left" if column == "cell" else "right",
+                         overflow="fold" if column == "cell" else "ellipsis")
+    names = short_names([c["cell"] for c in result.cells], max(out.width - _NUMBER_COLUMNS, 16))
+    for cell, name in zip(result.cells, names, strict=True):
         t = cell["trials"]
         wall = (cell.get("wall_time_s") or {}).get("median")
         table.add_row(
-            cell["cell"], str(t["pass"]), str(t["fail"]), str(t["error"]),
+            name, str(t["pass"]), str(t["fail"]), str(t["error"]),
             "left out" if cell.get("skipped") else "not run" if cell.get("error")
             else (f"{wall:.2f}" if wall is not None else "-"),
         )
-    out = console()
     out.print(table)
+    if names != [c["cell"] for c in result.cells]:
+        out.print("[dim]cell names shortened to what tells them apart (… marks the cut); "
+                  "the full names are in matrix.json[/]")
     for auto in _distinct_autos(result.cells):
         out.print(f"[dim]auto ({escape(auto['machine'])}):[/] {escape(auto_text(auto['chosen']))}")
     for bad in result.bad:
@@ -104,6 +115,6 @@ def print_summary(result: MatrixResult) -> None:
     bad = [c["cell"] for c in result.cells if not c.get("skipped") and (
         c.get("error") or c["trials"]["fail"] or c["trials"]["error"])]
     if bad:
-        out.print(f"[red]cells with failed or unrun trials:[/] {', '.join(bad)}")
+        out.print(f"[red]cells with failed or unrun trials:[/] {escape(', '.join(bad))}")
     for path in result.paths:
-        out.print(f"wrote {path}")
+        wrote(path)
