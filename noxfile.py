@@ -73,11 +73,13 @@ def gpu(session: nox.Session) -> None:
 
 @nox.session
 def third_party(session: nox.Session) -> None:
-    """A collector from outside the repo, pip-installed for real, shows up and runs in a sweep."""
+    """Collectors from outside the repo, pip-installed for real as their docs say (the rusage
+    test collector and docs/plugins.md's example), show up and run in a sweep."""
+    tmp = Path(session.create_tmp())
     session.install(TORCH)
-    session.install(".")
-    session.install("./tests/third_party_collector")
-    session.run("python", "tests/third_party_collector/check_install.py", str(session.create_tmp()))
+    session.install(_clean_sources(tmp / "src")[0])
+    session.install("./tests/third_party_collector", "./examples/plugin")
+    session.run("python", "tests/third_party_collector/check_install.py", str(tmp))
 
 
 #: What must work whatever way aorta-core was installed: its Hydra tree (recipes, workloads, the

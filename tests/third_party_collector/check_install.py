@@ -1,4 +1,5 @@
-"""Checks, after a real ``pip install``, that the outside collector is listed and runs in a sweep.
+"""Checks, after a real ``pip install``, that the outside collectors (this folder's rusage and
+docs/plugins.md's cprofile, examples/plugin) are listed and run in a sweep together.
 
     python tests/third_party_collector/check_install.py <scratch dir>
 """
@@ -19,19 +20,24 @@ def main() -> None:
     listed = aorta("plugins", "--json")
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert rows["rusage"]["status"] == "ok", rows
-    assert rows["rusage"]["distribution"] == "aorta-rusage-example", rows
+    for name, distribution in (("rusage", "aorta-rusage-example"), ("cprofile", "aorta-cprofile")):
+        assert rows[name]["status"] == "ok", rows
+        assert rows[name]["distribution"] == distribution, rows
+    script = scratch / "work.py"
+    script.write_text("sum(range(10**6))\n")
     out = scratch / "sweep"
-    done = aorta("sweep=repeat", "trials=2", "collector=rusage", f"output={out}", "--",
-                 sys.executable, "-c", "sum(range(10**6))")
+    done = aorta("sweep=repeat", "trials=2", "collector=[rusage,cprofile]", f"output={out}", "--",
+                 sys.executable, str(script))
     assert done.returncode == 0, done.stderr
     matrix = json.loads((out / "matrix.json").read_text())
     (cell,) = matrix["cells"]
     assert cell["trials"]["pass"] == 2, cell
     summary = cell["metrics_summary"]
     assert summary["rusage_user_cpu_s"]["n"] == 2 and summary["rusage_max_rss_bytes"]["min"] > 0
-    print(f"third-party collector ok: rusage_max_rss_bytes median "
-          f"{summary['rusage_max_rss_bytes']['median']:.0f}")
+    assert summary["cprofile_calls"]["n"] == 2 and summary["cprofile_calls"]["min"] > 0
+    print(f"third-party collectors ok: rusage_max_rss_bytes median "
+          f"{summary['rusage_max_rss_bytes']['median']:.0f}, cprofile_calls median "
+          f"{summary['cprofile_calls']['median']:.0f}")
 
 
 if __name__ == "__main__":
