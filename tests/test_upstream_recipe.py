@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,11 @@ BAD = {
                                  "valid: "),
     "option not a string": (HEAD + "collect:\n  torchprof: {record_shapes: true}\n", [],
                             "collect.torchprof.record_shapes: option values are strings"),
+    "bad option value": (HEAD + "collect:\n  torchprof: {step_on: never}\n", [],
+                         "collector.torchprof: collector.torchprof.step_on='never' is not valid"),
+    "option of the wrong type": (HEAD + "collect:\n  torchprof: {wait: soon}\n", [],
+                                 "collect.torchprof.wait: Value 'soon' of type 'str' could not "
+                                 "be converted to Integer"),
     "unknown mitigation": (HEAD.replace("[none]\ndiag", "[tf32off]\ndiag"), [],
                            "mitigation_axis[0]: 'tf32off' is not one of upstream's built-in "
                            "mitigations (did you mean tf32_off?"),
@@ -187,6 +193,25 @@ def test_a_recipe_aorta_cannot_honour_is_one_line_and_exit_2(tmp_path: Path, cas
     done = _sweep_run(tmp_path, "--recipe", str(recipe), *flags, "--", "true")
     assert done.returncode == 2, done.stderr
     assert expected in _one_error(done)
+    assert not (tmp_path / "probe_results").exists()
+
+
+@pytest.mark.skipif(not all(map(find_spec, ("aorta_rocprof", "aorta_proton"))),
+                    reason="needs aorta_rocprof and aorta_proton: pip install -e "
+                           "plugins/aorta_rocprof -e plugins/aorta_proton")
+def test_collectors_that_conflict_are_refused_at_load_as_upstream_does(tmp_path: Path):
+    """rocprof with proton's default backend (auto: queue-intercepting on AMD) is refused before
+    anything runs; with backend instrumentation the two nest."""
+    recipe = _recipe(tmp_path, HEAD + "collect:\n  proton: {backend: instrumentation}\n")
+    done = _sweep_run(tmp_path, "--recipe", str(recipe), "--collect", "rocprof,proton",
+                      "--dry-run", "--", "python", "train.py")
+    assert done.returncode == 0, done.stderr
+    assert "'collector=[rocprof,proton]' collector.proton.backend=instrumentation" in done.stdout
+    plain = _recipe(tmp_path, HEAD, "plain.yaml")
+    refused = _sweep_run(tmp_path, "--recipe", str(plain), "--collect", "rocprof,proton",
+                         "--", "python", "train.py")
+    assert refused.returncode == 2
+    assert "--collect: collector.rocprof: collector.proton.backend='auto'" in _one_error(refused)
     assert not (tmp_path / "probe_results").exists()
 
 

@@ -12,31 +12,21 @@ refused with one line (exit status 2) before anything runs.
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import shlex
 import sys
-import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from aorta_core.argv import split_command
-from aorta_core.grammar import quote
 from aorta_core.progress import error_line
+from aorta_core.upstream.collect import collector_overrides
 from aorta_core.upstream.mitigations import BUILTIN
 from aorta_core.upstream.recipe import SEGMENT, ProbeRecipe, RecipeError, load, refusals
 
 EXIT_USAGE = 2
 #: The config groups that carry the two axes; each option sets the name's variables in ``env``.
 AXIS_GROUPS = {"mitigation_axis": "mitigation", "diagnostic_axis": "diagnostic"}
-#: Upstream collectors with no aorta counterpart.
-_NO_COUNTERPART = {
-    "numerics": "upstream's numerics checks have no aorta collector",
-    "layer_numerics": "upstream's per-layer NaN logger has no aorta collector",
-    "amd_log": "upstream's AMD log capture has no aorta collector; the trial's stderr.log "
-               "keeps AMD_LOG_LEVEL output (diagnostic_axis: [amd_log_level_4])",
-}
 #: Upstream ``sweep run`` flags that have no counterpart in a probe run here.
 _REFUSED_FLAGS = {
     "--workload": "upstream's workload flow has no counterpart: give the command after --",
@@ -52,8 +42,6 @@ _REFUSED_FLAGS = {
     "--stop-after-events": "a sweep does not stop early; every cell runs its trials",
     "--max-trials": "a sweep does not stop early; every cell runs its trials",
 }
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_HYDRA_WORDS = {"null", "true", "false", "nan", "inf"}
 
 
 class UsageError(ValueError):
@@ -150,75 +138,6 @@ def parse(argv: list[str]) -> Run:
     return Run(ns.recipe, recipe, collect, ns.trials, ns.output / ticket, ns.dry_run, command)
 
 
-def _hydra_value(text: str) -> str:
-    """``text`` as a Hydra override value that comes back as this exact string."""
-    if _PLAIN.fullmatch(text) and text.lower() not in _HYDRA_WORDS:
-        return text  # a plain word reads the same unquoted, and keeps the cell name readable
-    return quote(text)
-
-
-def _is_list(hint: Any) -> bool:
-    if typing.get_origin(hint) is list:
-        return True
-    return any(typing.get_origin(a) is list for a in typing.get_args(hint))
-
-
-def _option_override(name: str, key: str, value: str, hint: Any) -> str:
-    """Upstream option values are strings; a list option takes upstream's comma/space list."""
-    if _is_list(hint):
-        items = [v for v in re.split(r"[,\s]+", value) if v]
-        return f"collector.{name}.{key}=[{','.join(map(_hydra_value, items))}]"
-    return f"collector.{name}.{key}={_hydra_value(value)}"
-
-
-def _requested(recipe: ProbeRecipe, flag: list[str] | None, where: str
-               ) -> dict[str, dict[str, Any]]:
-    """Collector name -> recipe options; ``--collect`` keeps the options of the names it keeps."""
-    raw = recipe.collect or []
-    given = dict.fromkeys(raw, None) if isinstance(raw, list) else dict(raw)
-    for name, opts in given.items():
-        if opts is not None and not isinstance(opts, dict):
-            raise RecipeError(f"{where}.{name}: options are a mapping of strings "
-                              f"(e.g. {{trace: \"kernel,hip\"}}) or null, got "
-                              f"{type(opts).__name__}")
-    names = list(given) if flag is None else flag
-    return {n: dict(given.get(n) or {}) for n in names}
-
-
-def collector_overrides(run: Run, registry) -> list[str]:
-    """``collector=...`` and ``collector.<name>.<option>=...`` for the requested collectors."""
-    where = f"{run.path}: collect"
-    requested = _requested(run.recipe, run.collect, where)
-    if run.collect is not None:
-        where = "--collect"
-    out = []
-    for name, opts in requested.items():
-        if name in _NO_COUNTERPART:
-            raise RecipeError(f"{where}: {name}: {_NO_COUNTERPART[name]}; remove it")
-        collector = registry.collectors.get(name)
-        if collector is None:
-            installed = ", ".join(registry.collectors) or "none"
-            raise RecipeError(
-                f"{where}: {name} is not an installed collector (installed: {installed}); "
-                "install the collector plugin of that name, or remove it")
-        hints = typing.get_type_hints(collector.info.options)
-        known = {f.name for f in fields(collector.info.options)}
-        for key, value in opts.items():
-            if key not in known:
-                raise RecipeError(f"{run.path}: collect.{name}.{key} is not an option of {name}; "
-                                  f"valid: {', '.join(sorted(known))}")
-            if not isinstance(value, str):
-                raise RecipeError(f"{run.path}: collect.{name}.{key}: option values are strings "
-                                  f"(write {key}: '{json.dumps(value)}'), got "
-                                  f"{type(value).__name__}")
-            out.append(_option_override(name, key, value, hints[key]))
-    if requested:
-        names = list(requested)
-        out.insert(0, f"collector={names[0]}" if len(names) == 1
-                   else f"collector=[{','.join(names)}]")
-    return out
-
-
 def overrides(run: Run, registry) -> list[str]:
     """The ``python -m aorta_core`` arguments (before ``--``) that run this recipe."""
     recipe = run.recipe
@@ -228,7 +147,7 @@ def overrides(run: Run, registry) -> list[str]:
             f"output={run.output.absolute()}"]
     for key, group in AXIS_GROUPS.items():
         args.append(f"+{group}={','.join(getattr(recipe, key))}")
-    args += collector_overrides(run, registry)
+    args += collector_overrides(run.path, recipe, run.collect, registry)
     if recipe.retain is not None:
         args += [f"retain.{k}={getattr(recipe.retain, k)}" for k in ("on_pass", "on_fail",
                                                                      "on_error")]
