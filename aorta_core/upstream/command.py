@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import NoReturn
 
 from aorta_core.argv import split_command
+from aorta_core.driver import EXIT_USAGE
 from aorta_core.progress import error_line
 from aorta_core.upstream.collect import collector_overrides
 from aorta_core.upstream.mitigations import BUILTIN
 from aorta_core.upstream.recipe import SEGMENT, ProbeRecipe, RecipeError, load, refusals
 
-EXIT_USAGE = 2
 #: The config groups that carry the two axes; each option sets the name's variables in ``env``.
 AXIS_GROUPS = {"mitigation_axis": "mitigation", "diagnostic_axis": "diagnostic"}
 #: Upstream ``sweep run`` flags that have no counterpart in a probe run here.
