@@ -125,7 +125,8 @@ def test_option_typos_and_bad_types_fail_at_compose_naming_the_key(plugin_site, 
                       "--", "true"], cwd=tmp_path, env=_env(plugin_site))
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
-    assert "Key 'levle' not in 'Options'; full_key: collector.good.levle" in line
+    assert line == ("aorta: error: collector.good.levle is not a setting; "
+                    "did you mean `collector.good.level`?")
     done = run_aorta(["sweep=repeat", "collector=good", "collector.good.level=high",
                       f"output={out}", "--", "true"], cwd=tmp_path, env=_env(plugin_site))
     assert done.returncode == 2
