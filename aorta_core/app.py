@@ -149,7 +149,7 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
             return run_agreement(cfg, registry)
         return _one_cell(cfg, hydra_cfg, registry)
     except OSError as exc:  # out of space, read-only, quota: no later write can succeed either
-        raise SweepAbort(f"cannot write {exc.filename or hydra_cfg.runtime.output_dir} "
+        raise SweepAbort(f"cannot write {exc.filename or cfg.output} "
                          f"({exc.strerror or exc}); the records written so far are kept: free "
                          "space, then run the same command again") from None
 

@@ -159,9 +159,15 @@ class Place:
 
 
 def place_of(hydra_cfg: Any) -> Place:
-    """The place Hydra gave this job: one job is one cell."""
+    """The place Hydra gave this job: one job is one cell. Its folder is read from the sweep
+    settings, not from ``hydra.runtime.output_dir``: Hydra stores that as config text, where a
+    ``${`` of a folder name would be interpolated."""
+    from hydra.types import RunMode
+
+    folder = (Path(hydra_cfg.sweep.dir) / hydra_cfg.sweep.subdir
+              if hydra_cfg.mode == RunMode.MULTIRUN else Path(hydra_cfg.run.dir))
     excluded = list(hydra_cfg.job.config.override_dirname.exclude_keys)
-    return Place(cell_name(hydra_cfg.job.override_dirname), Path(hydra_cfg.runtime.output_dir),
+    return Place(cell_name(hydra_cfg.job.override_dirname), folder.absolute(),
                  axes_of(list(hydra_cfg.overrides.task), excluded))
 
 

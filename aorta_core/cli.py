@@ -376,7 +376,7 @@ def print_version() -> int:
     else:
         lines += [] if statuses else ["collectors: none installed"]
     for s in statuses:
-        state = "" if s.status == "ok" else f" ({s.status}: {s.error})"
+        state = "" if s.status == "ok" else f" ({': '.join(filter(None, (s.status, s.error)))})"
         lines.append(f"collector {s.name}: {s.distribution} {s.version}{state}")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

@@ -1,0 +1,168 @@
+"""Traps a newcomer falls into, through the real CLI: a command with the default recipe, Hydra's
+errors (multirun too), keys that are no setting, cell names at 80 columns, trial lines of
+parallel cells, ``--version``.
+
+Hardware: none (one-line commands per trial, or nothing runs); CPU-only and GPU machines alike.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from collections import Counter
+from importlib.metadata import entry_points, version
+from pathlib import Path
+
+import pytest
+from cli_helpers import good_collector, records, run_aorta
+from needs import needs
+
+JOBLIB = "hydra_plugins.hydra_joblib_launcher"
+SUBMITIT = "hydra_plugins.hydra_submitit_launcher"
+TRUE = ["--", sys.executable, "-c", "pass"]
+#: Every installed collector disabled: the tests' own plugin site decides what exists.
+ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": ",".join(
+    sorted({ep.name for ep in entry_points(group="aorta.collectors")}))}
+
+
+def _one_error(done) -> str:
+    """The usage error's single line (exit status 2), without its prefix."""
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aorta: error: "), done.stderr
+    return lines[0].removeprefix("aorta: error: ")
+
+
+# -- a command with the default recipe ----------------------------------------------------------
+
+def test_a_command_without_a_recipe_is_refused_with_the_fix(tmp_path: Path):
+    done = run_aorta(["trials=1", "--", "python", "my script.py"], cwd=tmp_path)
+    assert _one_error(done) == (
+        "a command after `--` needs a recipe that runs it (the default recipe sweeps the "
+        "benchmark's fsdp/ddp axes): python -m aorta_core sweep=repeat trials=1 -- python "
+        "'my script.py'")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_recipe_still_takes_a_workload(tmp_path: Path):
+    done = run_aorta(["workload=benchmark", "--cfg", "job", "-p", "workload.parallel"],
+                     cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "fsdp"
+
+
+# -- Hydra's errors: one line, exit 2, nothing left behind --------------------------------------
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["-m", "workload.batch_sise=16,64"],
+     "workload.batch_sise is not a setting; did you mean `workload.batch_size`?"),
+    (["hydra/launcher=no_such_launcher"],
+     "In 'hydra/config': Could not find 'hydra/launcher/no_such_launcher'; Available options"),
+    (["collector=good,missing"],
+     "In 'config': Could not find 'collector/missing'; Available options in 'collector': good"),
+    (["collector=good", "collector.good.level=1,x"],
+     "Error merging override collector.good.level=x; Value 'x' of type 'str' could not be "
+     "converted to Integer"),
+    (["trails=1"], "trails is not a setting; did you mean `trials`?"),
+    (["+trails=1"], "trails is not a setting; did you mean `trials`?"),
+    (["+trails=1,2"], "trails is not a setting; did you mean `trials`?"),
+    (["+label=a"], "label is not a setting (a key of your own only labels replicate cells, "
+                   "swept: +label=a,b; python -m aorta_core --help lists the settings)"),
+    (["collector.good.level=2"],
+     "collector.good.level is an option of collector good, which is not selected: "
+     "add collector=good"),
+    (["x=interval(0,1)"], "x=interval(0,1): the basic sweeper sweeps lists, choice(), range() "
+                          "and glob(); give the values as a,b,c"),
+])
+def test_a_hydra_error_is_one_line_before_anything_is_written(plugin_site, tmp_path: Path,
+                                                              args, line):
+    plugin_site.add("good", good_collector("good"))
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", f"output={out}", *args, *TRUE], cwd=tmp_path,
+                     env={**plugin_site.env, **ONLY_TEST_PLUGINS})
+    assert _one_error(done).startswith(line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_key_of_your_own_swept_labels_replicate_cells(tmp_path: Path):
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "+label=a,b", f"output={out}", *TRUE],
+                     cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["cell"] for r in records(out)) == ["label=a", "label=b"]
+
+
+@needs(SUBMITIT)
+@pytest.mark.skipif(shutil.which("srun") is not None, reason="needs a machine without Slurm")
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, existing: bool):
+    out = tmp_path / "runs" / "out"
+    if existing:
+        out.mkdir(parents=True)
+        (out / "notes.txt").write_text("mine")
+    done = run_aorta(["sweep=repeat", "hydra/launcher=submitit_slurm", f"output={out}", *TRUE],
+                     cwd=tmp_path)
+    assert _one_error(done).startswith("the sweep could not start (RuntimeError: Could not "
+                                       "detect \"srun\"")
+    if existing:
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    else:
+        assert list(tmp_path.iterdir()) == []
+
+
+# -- cell names at 80 columns, trial lines that name their cell ---------------------------------
+
+def _table_cells(stderr: str) -> list[str]:
+    """The cell column of the end summary's table."""
+    rows = [line for line in stderr.splitlines() if line.startswith("│")]
+    return [row.split("│")[1].strip() for row in rows]
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_the_summary_keeps_what_tells_cells_apart_at_narrow_widths(tmp_path: Path,
+                                                                   columns: int):
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "+env.AORTA_SHARED_SETTING=on",
+                      "+env.AORTA_TEST_MODE=first_long_value,second_long_value",
+                      f"output={out}", *TRUE], cwd=tmp_path, env={"COLUMNS": str(columns)})
+    assert done.returncode == 0, done.stderr
+    cells = _table_cells(done.stderr)
+    assert len(cells) == 2 and len(set(cells)) == 2, done.stderr
+    assert "first" in cells[0] and "second" in cells[1]
+    assert all(len(line) <= columns for line in done.stderr.splitlines() if "│" in line)
+    assert "cell names shortened to what tells them apart" in done.stderr
+
+
+@pytest.mark.parametrize("launcher", [
+    pytest.param([], id="in-turn"),
+    pytest.param(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], id="joblib",
+                 marks=needs(JOBLIB)),
+])
+def test_every_trial_line_names_its_cell(tmp_path: Path, launcher: list[str]):
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=2", *launcher, "+env.AORTA_SHARED=x",
+                      "+cell=a,b", f"output={out}", *TRUE], cwd=tmp_path,
+                     env={"COLUMNS": "80"}, timeout=300)
+    assert done.returncode == 0, done.stderr
+    trial_lines = [line for line in done.stderr.splitlines()
+                   if re.search(r"trial \d/2 (pass|fail|error)", line)]
+    named = Counter(re.match(r"\s*(cell=\w) trial", line).group(1) for line in trial_lines)
+    assert named == {"cell=a": 2, "cell=b": 2}, done.stderr
+
+
+# -- --version ----------------------------------------------------------------------------------
+
+def test_version_names_aorta_and_each_collector(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"), version="2.5.1")
+    done = run_aorta(["--version"], cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"aorta-core {version('aorta-core')}"
+    assert "collector good: aorta-test-good 2.5.1" in lines[1:]
+    assert "Hydra" not in done.stdout
+    everything = run_aorta(["--version"], cwd=tmp_path)
+    assert everything.returncode == 0, everything.stderr
+    for ep in entry_points(group="aorta.collectors"):
+        assert f"collector {ep.name}: {ep.dist.metadata['Name']} {ep.dist.version}" in \
+            everything.stdout
