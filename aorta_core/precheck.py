@@ -168,6 +168,9 @@ class Composer:
     def __init__(self, parsed: list[Override], extra: list[str]) -> None:
         self.parsed, self.extra = parsed, extra
         self.plain = [o.input_line for o in parsed if not o.is_sweep_override()] + extra
+        self.recipe = next((o.value() for o in parsed if o.key_or_group == "sweep"), "default")
+        #: Keys swept by the recipe's ``hydra.sweeper.params`` alone (not on the command line).
+        self.recipe_axes: set[str] = set()
 
     def compose(self, overrides: list[str]) -> DictConfig:
         try:
@@ -185,6 +188,10 @@ class Composer:
                 without = compose("config", overrides=rest, return_hydra_config=True)
             except (HydraException, OmegaConfBaseException):
                 without = None
+            if key in self.recipe_axes:
+                return (f"the recipe sweep={self.recipe} sweeps {key}, which this config does "
+                        "not have (another workload?): choose a recipe for it, e.g. "
+                        "sweep=repeat; python -m aorta_core --help lists them")
             return not_a_setting(key, without)
         return hydra_line(exc)
 
@@ -217,6 +224,8 @@ class Composer:
         if cfg.hydra.sweeper.get("_target_") != _BASIC_SWEEPER:
             return []  # another sweeper reads its own sweep syntax
         params = [f"{k}={v}" for k, v in (cfg.hydra.sweeper.get("params") or {}).items()]
+        self.recipe_axes = set(cfg.hydra.sweeper.get("params") or {}) - {
+            o.key_or_group for o in self.parsed}
         loader = GlobalHydra.instance().config_loader()
         try:
             overrides = OverridesParser.create(config_loader=loader).parse_overrides(

@@ -52,6 +52,15 @@ def test_the_default_recipe_still_takes_a_workload(tmp_path: Path):
     assert done.stdout.strip() == "fsdp"
 
 
+def test_a_recipe_axis_the_workload_lacks_is_named_as_the_recipes(tmp_path: Path):
+    done = run_aorta(["workload=tiny", f"output={tmp_path / 'out'}"], cwd=tmp_path)
+    assert _one_error(done) == (
+        "the recipe sweep=default sweeps workload.parallel, which this config does not have "
+        "(another workload?): choose a recipe for it, e.g. sweep=repeat; python -m aorta_core "
+        "--help lists them")
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- Hydra's errors: one line, exit 2, nothing left behind --------------------------------------
 
 @pytest.mark.parametrize(("args", "line"), [
