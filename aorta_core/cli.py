@@ -61,7 +61,7 @@ def run_sweep(args: list[str]) -> int:
     from aorta_core import searchpath
     from aorta_core.app import hydra_main, register_command, run_jobs
     from aorta_core.driver import EXIT_USAGE, drive
-    from aorta_core.precheck import OUTPUT_KEYS, UsageError, check
+    from aorta_core.precheck import UsageError, check, without_output
 
     searchpath.install()
     try:
@@ -69,7 +69,7 @@ def run_sweep(args: list[str]) -> int:
     except UsageError as exc:
         error_line(str(exc))
         return EXIT_USAGE
-    hydra_args, output = [a for a in hydra_args if not a.startswith(OUTPUT_KEYS)], plan.output
+    hydra_args, output = without_output(hydra_args), plan.output
     register_command(command, plan.swept)
     if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
         sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]

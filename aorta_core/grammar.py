@@ -19,13 +19,15 @@ _QUOTE = re.compile(r"(\\*)'")
 _TRAILING_BACKSLASHES = re.compile(r"(\\+)$")
 
 
-def quote(value: str) -> str:
-    """``value`` as a single-quoted Hydra value that the config reads back as ``value``.
+def quote(value: str, *, resolved: bool = True) -> str:
+    """``value`` as a single-quoted Hydra value that is read back as ``value``.
 
     Inside quotes Hydra reads ``\\'`` as a quote and a run of backslashes before a quote (or at
-    the end) as escaped pairs; OmegaConf then reads ``\\${`` as a literal ``${``.
+    the end) as escaped pairs; a config value (``resolved``) is then read through OmegaConf,
+    which takes ``\\${`` as a literal ``${``. Hydra reads some of its own settings raw
+    (``hydra.searchpath``): those pass ``resolved=False``.
     """
-    text = escape_for_omegaconf(value)
+    text = escape_for_omegaconf(value) if resolved else value
     text = _QUOTE.sub(lambda m: m.group(1) * 2 + "\\'", text)
     text = _TRAILING_BACKSLASHES.sub(lambda m: m.group(1) * 2, text)
     return f"'{text}'"

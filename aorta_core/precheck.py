@@ -47,10 +47,22 @@ class UsageError(ValueError):
     """The command line cannot make a sweep; the message is the one line to show."""
 
 
+def _override_places(args: list[str]) -> list[int]:
+    """Where the ``key=value`` arguments are: not flags, nor the value that follows a flag."""
+    return [i for i, a in enumerate(args)
+            if "=" in a and not a.startswith("-") and not (i and args[i - 1] in _VALUE_FLAGS)]
+
+
+def without_output(args: list[str]) -> list[str]:
+    """``args`` without ``output=<dir>``, which aorta passes to Hydra itself, quoted."""
+    given = {i for i in _override_places(args) if args[i].startswith(OUTPUT_KEYS)}
+    return [a for i, a in enumerate(args) if i not in given]
+
+
 def _output(args: list[str]) -> Path | None:
     """``output=<dir>``, read once and whole (a path may hold ``,``, ``=``, quotes, brackets,
     ``${``: it never goes through Hydra's grammar unquoted), made absolute."""
-    given = [a for a in args if a.startswith(OUTPUT_KEYS)]
+    given = [args[i] for i in _override_places(args) if args[i].startswith(OUTPUT_KEYS)]
     if len(given) > 1:
         raise UsageError(f"output= is given {len(given)} times; a sweep has one output=<dir>")
     if not given:
@@ -126,7 +138,7 @@ def _search_dirs(args: list[str]) -> list[str]:
             dirs.append(args[i + 1])
         elif arg.startswith(tuple(f"{f}=" for f in _DIR_FLAGS)):
             dirs.append(arg.split("=", 1)[1])
-    return [quote(f"file://{Path(d).resolve()}") for d in dirs]
+    return [quote(f"file://{Path(d).resolve()}", resolved=False) for d in dirs]
 
 
 def _collector_keys(cfg: DictConfig) -> None:
@@ -269,8 +281,9 @@ def check(args: list[str], command: list[str] | None) -> Plan:
                                        for a in args), output=output)
     _default_recipe_with_command(args, command)
     try:
+        rest = without_output(args)
         parsed = OverridesParser.create().parse_overrides(
-            [a for a in args if "=" in a and not a.startswith(("-", *OUTPUT_KEYS))])
+            [rest[i] for i in _override_places(rest)])
     except HydraException as exc:
         raise UsageError(hydra_line(exc)) from None
     dirs = _search_dirs(args)

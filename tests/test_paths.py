@@ -81,3 +81,17 @@ def test_an_empty_output_is_a_usage_error_that_writes_nothing(tmp_path: Path):
         "aorta: error: output= is empty (an unset shell variable?); give the sweep's folder: "
         "output=<dir>, or leave output= out for aorta_runs/<timestamp>"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", NAMES[:2])
+def test_a_config_dir_with_any_name_adds_its_recipes(tmp_path: Path, name: str):
+    recipes = tmp_path / name / "sweep"
+    recipes.mkdir(parents=True)
+    (recipes / "mine.yaml").write_text(
+        "# @package _global_\nrequires_command: true\ntrials: 1\n"
+        "hydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n      +cell: a,b\n", encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_aorta(["--config-dir", str(tmp_path / name), "sweep=mine", f"output={out}",
+                      *COMMAND], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["cell"] for r in records(out)) == ["cell=a", "cell=b"]
