@@ -163,9 +163,10 @@ def run_jobs() -> None:
     """Hydra's jobs for ``sys.argv``, with an error Hydra would report raised to the caller.
 
     Hydra prints what it catches (a multi-line report, a traceback) and exits 1; the driver wants
-    the exception, to say it in one line and remove what the failed start wrote. Hydra's switch
-    for that, the HYDRA_FULL_ERROR variable, would reach every trial's environment, so its
-    reporter is bypassed for the duration of the sweep instead.
+    the exception, to say it in one line and remove what the failed start wrote. Setting Hydra's
+    switch for that, the HYDRA_FULL_ERROR variable, would change every trial's environment, so
+    its reporter is bypassed for the duration of the sweep instead (the driver still honours the
+    variable when the user sets it: then the traceback is shown).
     """
     import hydra._internal.utils as hydra_utils
 
@@ -175,4 +176,3 @@ def run_jobs() -> None:
         hydra_main()
     finally:
         hydra_utils.run_and_report = report
-

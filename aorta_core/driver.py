@@ -8,6 +8,7 @@ with ``allow_failures=true``); 2 a usage error; 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 from collections.abc import Callable, Iterable
@@ -62,7 +63,8 @@ def _unstarted(exc: Exception) -> str:
     if isinstance(exc, HydraException | OmegaConfBaseException):
         return hydra_line(exc)
     return (f"the sweep could not start ({type(exc).__name__}: {' '.join(str(exc).split())}); "
-            "nothing ran: fix the launcher or the command line and run it again")
+            "nothing ran: fix the launcher or the command line (HYDRA_FULL_ERROR=1 shows the "
+            "traceback)")
 
 
 def _undo_start(output: Path, existing: Path, earlier: set[str]) -> None:
@@ -118,8 +120,10 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
         except Exception as exc:
             if recorded_trials(output) > recorded:
                 raise  # trials ran: a fault of a job, not of the command line
-            error_line(_unstarted(exc))
             _undo_start(output, existing, earlier)
+            if os.environ.get("HYDRA_FULL_ERROR") == "1":  # Hydra's switch for the traceback
+                raise
+            error_line(_unstarted(exc))
             return EXIT_USAGE
         return _finish(output, allow_failures)
     finally:

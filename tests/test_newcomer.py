@@ -118,6 +118,10 @@ def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, exis
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
     else:
         assert list(tmp_path.iterdir()) == []
+    shown = run_aorta(["sweep=repeat", "hydra/launcher=submitit_slurm", f"output={out}", *TRUE],
+                      cwd=tmp_path, env={"HYDRA_FULL_ERROR": "1"})
+    assert shown.returncode == 1 and "Traceback" in shown.stderr
+    assert 'RuntimeError: Could not detect "srun"' in shown.stderr
 
 
 # -- cell names at 80 columns, trial lines that name their cell ---------------------------------
