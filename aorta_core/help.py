@@ -21,6 +21,7 @@ Usage:
                                               an upstream ROCm/aorta probe recipe, same engine
                                               (docs/profiling.md section 0)
   aorta plugins [--json]                      installed collectors
+  aorta --version                             aorta-core's and each collector's version
   aorta matrix <output>                       (re)build matrix.json/.parquet, perf.md, report.html
   aorta parse <collector> <artifact_dir> [key=value ...]   metrics of one artifact folder (JSON)
   aorta report sweep <output> | aorta report overlap --log-dir D --label L ... --output O
