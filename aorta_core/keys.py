@@ -19,6 +19,7 @@ _HELP = "python -m aorta_core --help lists them"
 
 
 def _dotted(node: Any, prefix: str) -> Iterator[str]:
+    """Every key of a config tree, dotted (``workload.batch_size``)."""
     if isinstance(node, Mapping):
         for key, value in node.items():
             path = f"{prefix}{key}"
