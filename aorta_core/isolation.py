@@ -55,3 +55,8 @@ def call_hook(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOOK_TIME
     if thread.is_alive():
         return HookOutcome(failure=f"did not return within {timeout_s:g} s (hook_timeout)")
     return outcome
+
+
+def named_once(name: str, text: str) -> str:
+    """``<name>: <text>``, unless collector ``name`` already named itself (they often do)."""
+    return text if text.startswith(f"{name}: ") else f"{name}: {text}"

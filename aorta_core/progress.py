@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from aorta_core.isolation import named_once
+
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 
 
@@ -31,8 +33,8 @@ def wrote(path: object) -> None:
 
 
 def collector_warning(name: str, note: str) -> None:
-    """One of collector ``name``'s warnings, named once: collectors often name themselves."""
-    warning_line(note if note.startswith(f"{name}: ") else f"{name}: {note}")
+    """One of collector ``name``'s warnings, named once."""
+    warning_line(named_once(name, note))
 
 
 def trial_line(label: str, record: Any) -> None:

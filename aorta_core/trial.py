@@ -24,7 +24,7 @@ from aorta_core import environment
 from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun
 from aorta_core.failure import describe
-from aorta_core.isolation import call_hook, one_line
+from aorta_core.isolation import call_hook, named_once, one_line
 from aorta_core.metrics import Notes, collector_metrics, safe_text, workload_metrics
 from aorta_core.plugins import Registry
 from aorta_core.process import ProcessOutcome, run_launch
@@ -87,7 +87,7 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
             n, "wrap_argv", launch=la, options=cell.collectors[n], artifact_dir=folders[n]),
             cell.hook_timeout_s)
         if isinstance(outcome.error, SetupError):
-            return launch, f"{name}: {one_line(outcome.error).removeprefix('SetupError: ')}"
+            return launch, named_once(name, one_line(outcome.error).removeprefix("SetupError: "))
         if outcome.failure is not None:
             what = "wrap_argv " if outcome.error is None else ""  # a timeout names the hook
             return launch, f"{name}: {what}{outcome.failure}"

@@ -27,6 +27,7 @@ def test_torchprof_names_a_working_install_command_for_a_python_that_lacks_it(tm
     assert done.returncode == 1, done.stderr
     (rec,) = records(out)
     assert rec["verdict"] == "error" and "cannot import aorta_torchprof" in rec["error"]
+    assert rec["error"].startswith("torchprof: ") and "torchprof: torchprof:" not in rec["error"]
     hint = rec["error"].split("into that environment (", 1)[1].split(") or use", 1)[0]
     command = shlex.split(hint.removesuffix(REPOSITORY_GUESS))
     assert command[:4] == [python, "-m", "pip", "install"] and "pip install aorta-" not in hint
