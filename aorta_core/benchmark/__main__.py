@@ -70,9 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rank = os.environ.get("RANK", "0")
     logging.basicConfig(level=logging.INFO, format=f"[rank{rank}] %(message)s")
+    from aorta_core.benchmark.distributed import DeviceError
     from aorta_core.benchmark.train import run
 
-    run(cfg, dict(os.environ))
+    try:
+        run(cfg, dict(os.environ))
+    except DeviceError as exc:
+        print(f"aorta benchmark: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,16 +23,32 @@ class DistContext:
     device: torch.device
 
 
-def pick_device(requested: str, local_rank: int) -> torch.device:
-    """``cpu`` is the CPU even where CUDA is available; ``auto`` is GPU ``LOCAL_RANK % count``
-    when torch sees one. A GPU run selects its device here, before any group or mesh exists."""
-    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+class DeviceError(RuntimeError):
+    """The device asked for cannot host this rank; the message is the one line with the fix."""
+
+
+def pick_device(requested: str, local_rank: int, local_ranks: int = 1) -> torch.device:
+    """``cpu`` is the CPU even where CUDA is available. ``auto`` is GPU ``LOCAL_RANK`` when each
+    rank on this host gets a GPU of its own (NCCL refuses two ranks on one GPU), else the CPU with
+    gloo, said once; ``cuda`` insists and is refused with the fix when it cannot be had. A GPU
+    run selects its device here, before any group or mesh exists."""
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "cpu" or (requested == "auto" and not gpus):
         return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise RuntimeError("device=cuda but torch sees no GPU; use device=cpu or device=auto")
-    index = local_rank % torch.cuda.device_count()
-    torch.cuda.set_device(index)
-    return torch.device("cuda", index)
+    if local_ranks > gpus:
+        if requested == "auto":
+            if local_rank == 0:
+                logging.getLogger(__name__).warning(
+                    "device=auto: %d ranks on this host but torch sees %d GPU(s), one per rank "
+                    "is needed; running on the CPU with gloo (device=cuda refuses instead)",
+                    local_ranks, gpus)
+            return torch.device("cpu")
+        raise DeviceError(
+            f"device=cuda: {local_ranks} ranks on this host need {local_ranks} GPUs (one each) "
+            f"but torch sees {gpus}; use --nproc_per_node {gpus} or device=cpu" if gpus else
+            "device=cuda but torch sees no GPU; use device=cpu or device=auto")
+    torch.cuda.set_device(local_rank)
+    return torch.device("cuda", local_rank)
 
 
 def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistContext:
@@ -40,7 +57,7 @@ def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistConte
     A group always exists, so FSDP2/DDP run the same code path with one process as with many.
     """
     local_rank = int(env.get("LOCAL_RANK", "0"))
-    device = pick_device(requested_device, local_rank)
+    device = pick_device(requested_device, local_rank, int(env.get("LOCAL_WORLD_SIZE", "1")))
     backend = "nccl" if device.type == "cuda" else "gloo"
     kwargs = {"device_id": device} if device.type == "cuda" else {}
     if "WORLD_SIZE" in env and "MASTER_ADDR" in env:

@@ -62,3 +62,24 @@ def test_a_cpu_run_on_a_gpu_host_stays_on_the_cpu(tmp_path, benchmark_runner, ti
             ("cpu", world, "wall")}
     metrics = orjson.loads(metrics_path.read_bytes())
     assert metrics["world_size"] == world and "matmul_tflops" not in metrics
+
+
+@needs_gpu()
+def test_more_ranks_than_gpus_auto_runs_on_the_cpu_and_cuda_is_refused(tmp_path, benchmark_runner,
+                                                                         tiny):
+    """NCCL refuses two ranks on one GPU: ``auto`` says so once and trains with gloo on the CPU
+    (the Profiling Guide's 2-rank command on a 1-GPU host); ``cuda`` is one line with the fix."""
+    import torch
+
+    ranks = torch.cuda.device_count() + 1
+    tiny_auto = [a for a in tiny if not a.startswith("device=")]
+    auto = benchmark_runner([*tiny_auto, f"output_dir={tmp_path / 'auto'}"], nproc=ranks)
+    assert auto.returncode == 0, auto.stderr[-3000:]
+    assert auto.stderr.count(f"device=auto: {ranks} ranks on this host") == 1
+    assert {r["device"] for r in _records(tmp_path / "auto", 0)} == {"cpu"}
+    cuda = benchmark_runner(["device=cuda", "training.max_steps=1",
+                             f"output_dir={tmp_path / 'cuda'}"], nproc=ranks)
+    assert cuda.returncode != 0
+    assert (f"aorta benchmark: device=cuda: {ranks} ranks on this host need {ranks} GPUs (one "
+            f"each) but torch sees {ranks - 1}; use --nproc_per_node {ranks - 1} or device=cpu"
+            in cuda.stderr), cuda.stderr[-3000:]
