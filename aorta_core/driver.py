@@ -118,8 +118,13 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
                        "run the same command again to resume")
             return EXIT_INTERRUPTED
         except Exception as exc:
-            if recorded_trials(output) > recorded:
-                raise  # trials ran: a fault of a job, not of the command line
+            if recorded_trials(output) > recorded:  # trials ran: a fault of a job, not of the
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":  # command line
+                    raise
+                error_line(f"the sweep stopped ({type(exc).__name__}: {' '.join(str(exc).split())}"
+                           f"); {recorded_trials(output)} trial records are kept: run the same "
+                           "command again to resume (HYDRA_FULL_ERROR=1 shows the traceback)")
+                return EXIT_FAILED
             _undo_start(output, existing, earlier)
             if os.environ.get("HYDRA_FULL_ERROR") == "1":  # Hydra's switch for the traceback
                 raise
