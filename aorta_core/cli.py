@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -384,6 +386,14 @@ def print_version() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    try:
+        return _dispatch(args)
+    except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
+        return 128 + signal.SIGPIPE
+
+
+def _dispatch(args: list[str]) -> int:
     if "--version" in split_command(args)[0]:
         return print_version()
     if args and args[0] in SUBCOMMANDS:

@@ -8,7 +8,9 @@ Hardware: none (one-line commands per trial, or nothing runs); CPU-only and GPU 
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 from collections import Counter
 from importlib.metadata import entry_points, version
@@ -179,3 +181,13 @@ def test_version_names_aorta_and_each_collector(plugin_site, tmp_path: Path):
     for ep in entry_points(group="aorta.collectors"):
         assert f"collector {ep.name}: {ep.dist.metadata['Name']} {ep.dist.version}" in \
             everything.stdout
+
+
+@pytest.mark.parametrize("args", [["plugins", "--json"], ["--version"], ["--help"],
+                                  ["sweep", "list-mitigations"]])
+def test_a_reader_that_stops_early_gets_no_traceback(args):
+    """``aorta plugins | head``: the pipe closes before aorta writes; exit 141, as for SIGPIPE."""
+    command = shlex.join([sys.executable, "-m", "aorta_core", *args])
+    done = subprocess.run(["bash", "-c", f"{command} | true; exit ${{PIPESTATUS[0]}}"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (141, "")
