@@ -189,6 +189,12 @@ class Composer:
             return compose("config", overrides=overrides, return_hydra_config=True)
         except (HydraException, OmegaConfBaseException) as exc:
             raise UsageError(self._explain(exc, overrides)) from None
+        except ValueError as exc:  # Hydra's own check of a config group's value (`collector=null`)
+            nulls = [o.split("=", 1)[0] for o in overrides if o.endswith("=null")]
+            if nulls:
+                raise UsageError(f"{nulls[0]}=null: a config group takes one of its options, not "
+                                 f"null; leave {nulls[0]}= out to select none{_HELP}") from None
+            raise UsageError(f"{' '.join(str(exc).split())}{_HELP}") from None
 
     def _explain(self, exc: BaseException, overrides: list[str]) -> str:
         missing = _MISSING_KEY.match(str(exc))

@@ -85,6 +85,9 @@ def test_a_recipe_axis_the_workload_lacks_is_named_as_the_recipes(tmp_path: Path
      "add collector=good"),
     (["x=interval(0,1)"], "x=interval(0,1): the basic sweeper sweeps lists, choice(), range() "
                           "and glob(); give the values as a,b,c"),
+    (["collector=null"], "collector=null: a config group takes one of its options, not null; "
+                         "leave collector= out to select none"),
+    (["-m", "collector=null,good"], "collector=null: a config group takes one of its options"),
 ])
 def test_a_hydra_error_is_one_line_before_anything_is_written(plugin_site, tmp_path: Path,
                                                               args, line):
