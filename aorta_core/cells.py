@@ -90,8 +90,10 @@ def _command(cfg: DictConfig) -> tuple[str, ...]:
     return tuple(from_config(str(a)) for a in command)
 
 
-def _collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
-                ) -> dict[str, Any]:
+def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
+                       ) -> dict[str, Any]:
+    """The selected collectors' options, each checked by its collector (``check_options``, with
+    the others selected): a cell's and an upstream recipe's ``collect:`` alike."""
     selected = cfg.get("collector") or {}
     options = {}
     for name in selected:
@@ -180,7 +182,7 @@ def build_cell(cfg: DictConfig, place: Place, registry: Registry) -> Cell:
     env = dict(settings.env)
     auto = _auto(cfg, env, settings)
     command = _command(cfg)
-    collectors = _collectors(cfg, registry, settings.hook_timeout)
+    collectors = checked_collectors(cfg, registry, settings.hook_timeout)
     return Cell(
         name=place.name,
         directory=_inside_output(place.directory, Path(str(cfg.output))),

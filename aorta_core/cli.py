@@ -34,7 +34,7 @@ def _print_json(obj) -> None:
     sys.stdout.write(dump_json(obj).decode() + "\n")
 
 
-def _load_registry_or_exit():
+def load_registry_or_exit():
     from aorta_core.plugins import PluginLoadError, load_registry
 
     try:
@@ -53,7 +53,7 @@ def _load_registry_or_exit():
 
 def run_sweep(args: list[str]) -> int:
     hydra_args, command = split_command(args)
-    registry = _load_registry_or_exit()
+    registry = load_registry_or_exit()
     if "--help" in hydra_args or "-h" in hydra_args:
         from aorta_core.help import print_help
 
@@ -83,7 +83,7 @@ def run_sweep(args: list[str]) -> int:
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:
-    registry = _load_registry_or_exit()
+    registry = load_registry_or_exit()
     rows = [dataclasses.asdict(s) for s in registry.statuses]
     for row in rows:
         collector = registry.collectors.get(row["name"])
@@ -122,7 +122,7 @@ def cmd_matrix(ns: argparse.Namespace) -> int:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
-    registry = _load_registry_or_exit()
+    registry = load_registry_or_exit()
     collector = registry.collectors.get(ns.collector)
     if collector is None:
         names = ", ".join(registry.collectors) or "none"

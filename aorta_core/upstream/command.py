@@ -180,7 +180,7 @@ def _dry_run(run: Run, args: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     """``aorta sweep <verb> ...``; returns the exit status."""
-    from aorta_core.cli import _load_registry_or_exit, run_sweep
+    from aorta_core.cli import load_registry_or_exit, run_sweep
 
     verb, rest = (argv[0], argv[1:]) if argv else ("", [])
     if verb == "list-mitigations":
@@ -194,7 +194,7 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     try:
         run = parse(rest)
-        args = overrides(run, _load_registry_or_exit())
+        args = overrides(run, load_registry_or_exit())
     except (UsageError, RecipeError) as exc:
         error_line(str(exc))
         return EXIT_USAGE
