@@ -2,7 +2,9 @@
 
 Hardware percentages are averaged over launches weighted by each launch's duration, so a long
 GEMM counts for more than a short copy: the number is what the GPU did while ncu timed kernels.
-Every problem costs metrics and raises a warning, never an exception.
+Every problem costs metrics and raises a warning, never an exception. Both files are read
+through aorta's bounded reader, inside the artifact folder: a FIFO, a device, a link out of the
+folder or a file over ``read_limit_mb`` is named in a warning and never read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import polars as pl
 
+from aorta_core import FileRefused, read_limited
 from aorta_ncu.collect import CONSOLE, RAW
 from aorta_ncu.counters import HARDWARE
 from aorta_ncu.host import PERMISSION_FIX
@@ -28,8 +31,11 @@ FORWARDED_WARNINGS = ("No metrics to collect found in sections",)
 def console_reasons(console: Path) -> bool:
     """Warn with each reason ncu gave for profiling nothing or failing; ``True`` if it gave one."""
     try:
-        lines = console.read_text(errors="replace").splitlines()
-    except OSError:
+        lines = read_limited(console, console.parent).decode(errors="replace").splitlines()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        warnings.warn(f"ncu: {_reason(exc)}; ncu's reasons in it are not read", stacklevel=2)
         return False
     reasons = []
     if any("ERR_NVGPUCTRPERM" in line for line in lines):
@@ -92,21 +98,29 @@ def launch_metrics(launches: pl.DataFrame) -> dict[str, Any]:
     return metrics
 
 
+def _reason(exc: BaseException) -> str:
+    """The first line of ``exc`` (its type when it has no message)."""
+    text = f"{exc}"
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
+
+
 def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
     """All ``ncu_*`` metrics the folder supports (``ncu_artifact_dir`` comes from the core)."""
     root = Path(artifact_dir)
     explained = console_reasons(root / CONSOLE)
     raw = root / RAW
-    if not raw.is_file():
+    try:
+        launches = read_launches(raw, root)
+    except FileNotFoundError:
         if not explained:
             warnings.warn(f"ncu: no {RAW} in {root} (ncu wrote no report; its own lines are in "
                           "the trial's stdout.log and stderr.log)", stacklevel=2)
         return {}
-    try:
-        launches = read_launches(raw)
+    except FileRefused as exc:
+        warnings.warn(f"ncu: {_reason(exc)}; its metrics are omitted", stacklevel=2)
+        return {}
     except (Exception, pl.exceptions.PanicException) as exc:
-        reason = f"{exc}".splitlines()[0] if f"{exc}" else type(exc).__name__
-        warnings.warn(f"ncu: cannot read {raw}: {reason}", stacklevel=2)
+        warnings.warn(f"ncu: cannot read {raw}: {_reason(exc)}", stacklevel=2)
         return {}
     if launches.height == 0:
         warnings.warn(f"ncu: {raw} lists no profiled launch", stacklevel=2)

@@ -5,16 +5,21 @@ column per metric), the second holds each metric's unit, then one line per profi
 Values are quoted strings that may carry thousands separators (``"1,234,567"``) or ``n/a``.
 Units are honoured whatever ``--print-units`` made them (``ns``, ``us``, ``ms``, ``s`` as ncu
 2025.3.1 prints them, the long spellings ``nsecond`` ... ``second`` too, and ``%``).
-Functions here raise on unreadable input; :mod:`aorta_ncu.parse` turns that into warnings.
+The page is read through aorta's bounded reader (regular files only, inside the artifact folder,
+within ``read_limit_mb``) and blank or whitespace-only lines are dropped before polars sees them:
+they are not launches. Functions here raise on unreadable input; :mod:`aorta_ncu.parse` turns
+that into warnings.
 """
 
 from __future__ import annotations
 
+import io
 import warnings
 from pathlib import Path
 
 import polars as pl
 
+from aorta_core import read_limited
 from aorta_ncu.counters import HARDWARE, TIME
 
 NAME = "Kernel Name"
@@ -24,15 +29,14 @@ MS_PER_UNIT = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3,
 PERCENT = "%"
 
 
-def _header_index(path: Path) -> int:
-    """Line number of the ``"ID",...`` header (0 for a clean export)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for index, line in enumerate(fh):
-            if line.startswith('"ID",'):
-                return index
-            if index > 1000:
-                break
-    raise ValueError('no ncu raw-page header (a line starting with "ID",)')
+def _table_lines(data: bytes) -> bytes:
+    """The page from its ``"ID",...`` header on (ncu may print lines before it, 1,000 at most),
+    without blank or whitespace-only lines."""
+    lines = [line for line in data.splitlines(keepends=True) if line.strip()]
+    start = next((i for i, line in enumerate(lines[:1001]) if line.startswith(b'"ID",')), None)
+    if start is None:
+        raise ValueError('no ncu raw-page header (a line starting with "ID",)')
+    return b"".join(lines[start:])
 
 
 def _number(column: str) -> pl.Expr:
@@ -51,13 +55,14 @@ def _scaled(column: str, unit: str, factors: dict[str, float]) -> pl.Expr | None
     return _number(column) * factors[unit]
 
 
-def read_launches(path: Path) -> pl.DataFrame:
+def read_launches(path: Path, root: Path) -> pl.DataFrame:
     """``name``, ``time_ms`` and one column per :data:`HARDWARE` key ncu reported, a row a launch.
 
     A quantity whose column is absent or whose unit is not understood is left out (with a
-    warning for the unit); a missing or unreadable value is null.
+    warning for the unit); a missing or unreadable value is null. ``path`` must be a regular
+    file inside ``root`` once links are resolved (``aorta_core.FileRefused`` otherwise).
     """
-    frame = pl.read_csv(path, skip_rows=_header_index(path), infer_schema=False,
+    frame = pl.read_csv(io.BytesIO(_table_lines(read_limited(path, root))), infer_schema=False,
                         truncate_ragged_lines=True)
     if NAME not in frame.columns:
         raise ValueError(f'no "{NAME}" column: not an ncu raw page')
