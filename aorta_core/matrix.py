@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.files import write_atomic
+from aorta_core.progress import warning_line
 from aorta_core.records import (
     CELL_FILE,
     RECORD_NAME,
@@ -40,6 +41,11 @@ from aorta_core.records import (
 STATS = ("mean", "median", "std", "min", "max", "n")
 WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
+#: Names the matrix uses itself (columns of its frames, the parquet's long form): a metric so
+#: named would clash with them, so it is left out of the matrix with a warning. ``axis:<name>``
+#: columns and the NUL that joins a metric to its statistic are reserved the same way.
+RESERVED = frozenset((*_ID, WALL, "metric", "value", "text"))
+_AXIS_PREFIX = "axis:"
 _ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
 _encode = msgspec.json.Encoder().encode
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
@@ -95,6 +101,13 @@ def records_of(output: Path, cells: list[dict], bad: list[BadRecord]) -> Iterato
     what it needs of each; cell descriptions and bad records are appended to ``cells`` and
     ``bad`` as they are met. A record counts only where it stands: it must name its cell and
     its trial folder's index."""
+    for _, record in _located(output, cells, bad):
+        yield record
+
+
+def _located(output: Path, cells: list[dict], bad: list[BadRecord]
+             ) -> Iterator[tuple[str, TrialRecord]]:
+    """(path, record) for :func:`records_of`, in its order."""
     for cell_entry in _subdirs(output / "cells"):
         cell = _load_cell(Path(cell_entry.path) / CELL_FILE) or {"cell": cell_entry.name}
         cell["dir"] = f"cells/{cell_entry.name}"
@@ -104,8 +117,9 @@ def records_of(output: Path, cells: list[dict], bad: list[BadRecord]) -> Iterato
             index = _trial_index(trial_entry.name)
             if index is None:
                 continue
-            try:  # a str path: a Path (or even os.path.join) per record costs as much as a read
-                yield load_record(f"{trial_entry.path}{os.sep}{RECORD_NAME}", name, index)
+            path = f"{trial_entry.path}{os.sep}{RECORD_NAME}"  # a Path costs as much as a read
+            try:
+                yield path, load_record(path, name, index)
             except FileNotFoundError:
                 continue
             except BadRecord as exc:
@@ -175,13 +189,41 @@ def _metric_series(key: str, values: list):
                      pl.String), kinds == {list}
 
 
-def _metrics_frame(rows: list[dict[str, Any]]):
-    """One row per trial, one typed column per metric (:func:`_metric_series`), and the names
-    of the columns that hold JSON text of lists."""
+def _is_reserved(name: str) -> bool:
+    return name in RESERVED or name.startswith(_AXIS_PREFIX) or "\0" in name
+
+
+def _drop_reserved(output: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
+    """Take the reserved ``names`` out of the trials' metrics (each record keeps the matrix's
+    own column) and warn once per name, naming the first record that carries it. Only a sweep
+    with such a name pays for finding its records again."""
+    first: dict[str, int] = {}
+    count = dict.fromkeys(names, 0)
+    for i, row in enumerate(rows):
+        for name in names:
+            if name in row:
+                del row[name]
+                first.setdefault(name, i)
+                count[name] += 1
+    paths: dict[int, str] = {}
+    for i, (path, _) in enumerate(_located(output, [], [])):
+        if i in first.values():
+            paths[i] = os.path.relpath(path, output)
+        if len(paths) == len(set(first.values())):
+            break
+    for name, i in first.items():
+        others = f" (and {count[name] - 1} other record(s))" if count[name] > 1 else ""
+        warning_line(f"metric {name!r} of {paths.get(i, 'a record')}{others} collides with the "
+                     "matrix's own column; it is left out: rename it in the collector/payload")
+
+
+def _metrics_frame(rows: list[dict[str, Any]], keys: list[str]):
+    """One row per trial, one typed column per metric (:func:`_metric_series`) of ``keys``, and
+    the names of the columns that hold JSON text of lists."""
     import polars as pl
 
     series, json_columns = [], set()
-    for key in dict.fromkeys(chain.from_iterable(rows)):
+    for key in keys:
         column, is_json = _metric_series(key, [row.get(key) for row in rows])
         series.append(column)
         if is_json:
@@ -311,7 +353,12 @@ def _build(output: Path) -> MatrixResult:
     cells: list[dict] = []
     bad: list[BadRecord] = []
     trials = _Trials.gather(records_of(output, cells, bad))
-    metrics, json_columns = _metrics_frame(trials.metrics)
+    keys = list(dict.fromkeys(chain.from_iterable(trials.metrics)))
+    reserved = [k for k in keys if _is_reserved(k)]
+    if reserved:
+        _drop_reserved(output, trials.metrics, reserved)
+        keys = [k for k in keys if k not in reserved]
+    metrics, json_columns = _metrics_frame(trials.metrics, keys)
     metric_schema = metrics.schema
     axis_names = sorted({a for axes in trials.axes for a in axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
