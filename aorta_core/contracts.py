@@ -6,8 +6,10 @@ imports so that a plugin can import them at no cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 
@@ -36,6 +38,47 @@ class Launch:
     argv: tuple[str, ...]
     env: Mapping[str, str]
     cwd: Path
+
+
+def _text_problem(where: str, value: object) -> str | None:
+    """Why ``value`` cannot be one argument, name or value of an ``execve``, or ``None``."""
+    if not isinstance(value, str):
+        shown = "None" if value is None else f"{type(value).__name__} {repr(value)[:40]}"
+        return f"{where} is {shown} (must be str)"
+    try:
+        encoded = os.fsencode(value)
+    except UnicodeEncodeError:
+        return f"{where} cannot be encoded for the operating system ({repr(value)[:40]})"
+    return f"{where} contains a NUL byte" if b"\0" in encoded else None
+
+
+def _env_problems(env: Mapping) -> Iterator[str | None]:
+    for name, text in env.items():
+        where = f"env[{repr(name)[:40]}]"
+        yield _text_problem(f"the name of {where}", name)
+        if isinstance(name, str) and ("=" in name or not name):
+            yield f"the name of {where} is empty or contains '='"
+        yield _text_problem(where, text)
+
+
+def launch_problem(value: Launch) -> str | None:
+    """Why ``value`` cannot be started, in a few words, or ``None``.
+
+    A collector's ``wrap_argv`` result is checked here before anything runs, so a malformed
+    launch (an argument that is not text, a NUL byte, ``=`` in a variable name) becomes that
+    trial's setup error instead of a traceback from ``subprocess`` that ends the sweep.
+    """
+    if not isinstance(value.argv, tuple | list):
+        return f"argv is {type(value.argv).__name__} (must be a tuple of str)"
+    if not value.argv:
+        return "argv is empty (must name a program)"
+    if not isinstance(value.env, Mapping):
+        return f"env is {type(value.env).__name__} (must be a mapping of str to str)"
+    if not isinstance(value.cwd, str | os.PathLike):
+        return f"cwd is {type(value.cwd).__name__} (must be a path)"
+    problems = chain((_text_problem(f"argv[{i}]", a) for i, a in enumerate(value.argv)),
+                     _env_problems(value.env), [_text_problem("cwd", os.fspath(value.cwd))])
+    return next((p for p in problems if p), None)
 
 
 @dataclass(frozen=True)

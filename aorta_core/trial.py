@@ -22,7 +22,7 @@ import msgspec
 
 from aorta_core import environment
 from aorta_core.cells import Cell
-from aorta_core.contracts import Launch, SetupError, TrialRun
+from aorta_core.contracts import Launch, SetupError, TrialRun, launch_problem
 from aorta_core.failure import describe
 from aorta_core.isolation import call_hook, named_once, one_line
 from aorta_core.metrics import Notes, collector_metrics, safe_text, workload_metrics
@@ -94,6 +94,8 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
         if not isinstance(outcome.value, Launch):
             got = type(outcome.value).__name__
             return launch, f"{name}: wrap_argv returned {got}, not a Launch"
+        if (problem := launch_problem(outcome.value)) is not None:
+            return launch, f"{name}: wrap_argv returned an invalid launch: {problem}"
         launch = outcome.value
     return launch, None
 
