@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+#: What Markdown (and the HTML GitHub lets through it) would read as syntax in a table cell:
+#: one pass with the backslash escaped too, so that data cannot undo an escape.
+_MARKDOWN = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]",
+             "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_SPECIAL = re.compile(r"[\\|`\[\]&<>]|[\x00-\x1f\x7f\u2028\u2029]+")
 
 
 def _fmt(value: float | None) -> str:
@@ -23,8 +30,17 @@ def _cell_value(stats: dict[str, Any] | None) -> str:
     return text
 
 
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _escape(text: Any) -> str:
+    """``text`` (any data: a cell, an axis value, a metric name, an error) as literal text in
+    one table cell or line: no tag, link, code span or column break, control runs as a space."""
+    return _SPECIAL.sub(lambda m: _MARKDOWN.get(m[0], " "), str(text))
+
+
+def _code(text: Any) -> str:
+    """``text`` as a code span when nothing in it needs escaping (inside one, escapes would
+    show), else as escaped text."""
+    escaped = _escape(text)
+    return f"`{escaped}`" if escaped == str(text) else escaped
 
 
 def render(matrix: dict[str, Any]) -> str:
@@ -34,7 +50,7 @@ def render(matrix: dict[str, Any]) -> str:
     metrics = sorted({m for c in cells for m in c["metrics_summary"]})
     header = ["cell", *axes, "pass/fail/error", "wall_time_s", *metrics]
     lines = [
-        f"# aorta sweep: {matrix['output']}",
+        f"# aorta sweep: {_escape(matrix['output'])}",
         "",
         f"{matrix['trials']['total']} trials in {len(cells)} cells: "
         f"{matrix['trials']['pass']} pass, {matrix['trials']['fail']} fail, "
@@ -48,7 +64,7 @@ def render(matrix: dict[str, Any]) -> str:
         t = cell["trials"]
         row = [
             cell["cell"],
-            *(str(cell["axes"].get(a, "")) for a in axes),
+            *(cell["axes"].get(a, "") for a in axes),
             f"{t['pass']}/{t['fail']}/{t['error']}" + (" (not run)" if cell.get("error") else ""),
             _cell_value(cell.get("wall_time_s")),
             *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
@@ -57,5 +73,5 @@ def render(matrix: dict[str, Any]) -> str:
     errors = [c for c in cells if c.get("error")]
     if errors:
         lines += ["", "Cells that could not run:", ""]
-        lines += [f"- `{c['cell']}`: {_escape(c['error'])}" for c in errors]
+        lines += [f"- {_code(c['cell'])}: {_escape(c['error'])}" for c in errors]
     return "\n".join(lines) + "\n"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import math
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aorta_core.files import write_atomic
 from aorta_core.reports.figures import Figure, export_pngs
@@ -22,12 +25,54 @@ th{background:#f4f4f4;position:sticky;top:0}td.num{text-align:right;font-variant
 """
 
 
+_PLAIN_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")
+
+
 class Markup(str):
     """Text that is already HTML: tables and paragraphs insert it without escaping."""
 
 
-def link(text: str, href: str) -> Markup:
-    return Markup(f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>')
+def inside(path: str) -> bool:
+    """Whether ``path`` (``/``-separated, from a record or matrix.json) names something inside
+    the report's folder: relative, no ``..``, no backslash or control character. A link to
+    anything else could lead a reader out of the output (``../../etc/passwd``, ``/``, a
+    drive), so it is shown as text."""
+    parts = path.removesuffix("/").split("/")
+    return bool(path) and not any(
+        p in ("", ".", "..") or "\\" in p or not p.isprintable() for p in parts)
+
+
+def link(text: str, path: str) -> Markup:
+    """``text`` linking to ``path`` (made of record data) when it stays inside the output, else
+    ``text`` alone. Every character outside ``/`` is percent-encoded, so no scheme
+    (``javascript:``) or query can be formed."""
+    if not inside(path):
+        return Markup(html.escape(text))
+    return Markup(f'<a href="{html.escape(quote(path, safe="/"), quote=True)}">'
+                  f"{html.escape(text)}</a>")
+
+
+def element_id(name: str) -> str:
+    """A safe element id (and PNG file name) for ``name``, which may come from data: the name
+    itself when it is plain (letters, digits, ``_``), else a readable slug, ``-`` and a short
+    hash of the whole name (the ``-`` keeps the two kinds apart), never escaped text."""
+    if _PLAIN_ID.fullmatch(name):
+        return name
+    slug = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:40]
+    digest = hashlib.blake2s(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{slug}-{digest}"
+
+
+def _plain(value: Any) -> Any:
+    """A figure with every string escaped for plotly, which renders ``<b>``, ``<a href>`` and
+    entities in titles, names, labels and hover text: data must show as the text it is."""
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def fmt(value: Any) -> str:
@@ -79,9 +124,11 @@ class Page:
         self.table(df.columns, df.rows())
 
     def figure(self, name: str, fig: Figure) -> None:
-        """A plotly figure; ``name`` is its div id and its PNG's file name."""
-        self.figures[name] = fig
-        self.parts.append(f"\0figure:{name}\0")
+        """A plotly figure; its div id and PNG file name are :func:`element_id` of ``name``
+        (which may come from data), its strings escaped (:func:`_plain`)."""
+        key = element_id(name)
+        self.figures[key] = _plain(fig)
+        self.parts.append(f"\0figure:{key}\0")
 
     def render(self) -> str:
         import plotly.io as pio

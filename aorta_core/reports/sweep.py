@@ -10,10 +10,8 @@ note on the page, so the function never raises.
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import msgspec
 
@@ -23,17 +21,13 @@ from aorta_core.records import RECORD_NAME, BadRecord, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.agreement_section import agreement_section
 from aorta_core.reports.figures import figure, pngs_wanted
-from aorta_core.reports.html import Markup, Page, fmt, link
+from aorta_core.reports.html import Markup, Page, fmt, inside, link
 from aorta_core.reports.timeline import TIMELINE_NAME
 
 REPORT_NAME = "report.html"
 PNG_FOLDER = "report_png"
 MAX_SPREAD_FIGURES = 30
 MAX_TRIAL_ROWS = 2000
-
-
-def _href(*parts: str) -> str:
-    return quote("/".join(parts), safe="/")
 
 
 def _stat(summary: dict[str, Any] | None) -> str:
@@ -77,7 +71,7 @@ def _cells(page: Page, matrix: dict[str, Any]) -> None:
     rows = []
     for c in cells:
         t = c.get("trials") or {}
-        rows.append([link(c["cell"], _href(c.get("dir") or f"cells/{c['cell']}")),
+        rows.append([link(c["cell"], c.get("dir") or f"cells/{c['cell']}"),
                      *((c.get("axes") or {}).get(a) for a in axes),
                      t.get("pass"), t.get("fail"), t.get("error"), _stat(c.get(WALL)),
                      *(_stat((c.get("metrics_summary") or {}).get(m)) for m in metrics)])
@@ -101,7 +95,7 @@ def _spread(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         data = [{"type": "box", "name": cell, "boxpoints": "all", "jitter": 0.3,
                  "pointpos": 0, "y": part["value"].to_list()}
                 for cell in order if (part := sub.filter(pl.col("cell") == cell)).height]
-        page.figure(f"spread_{re.sub(r'[^A-Za-z0-9_.-]', '_', metric)}",
+        page.figure(f"spread_{metric}",
                     figure(data, metric, "cell", metric, showlegend=False))
     if len(metrics) > MAX_SPREAD_FIGURES:
         page.paragraph(f"{len(metrics) - MAX_SPREAD_FIGURES} more metric(s) not plotted: "
@@ -164,7 +158,9 @@ def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
     page.heading("Trials")
     rows = []
     for c in matrix["cells"]:
-        cell_dir = c.get("dir") or f"cells/{c['cell']}"
+        cell_dir = str(c.get("dir") or f"cells/{c['cell']}")
+        if not inside(cell_dir):  # an edited matrix.json: list nothing from outside the output
+            continue
         try:
             trial_dirs = sorted(p for p in (output / cell_dir).iterdir()
                                 if p.name.startswith("trial_") and p.is_dir())
@@ -178,15 +174,15 @@ def _trials(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             except (FileNotFoundError, BadRecord):
                 continue
             base = f"{cell_dir}/{trial_dir.name}"
-            files = [link(RECORD_NAME, _href(base, RECORD_NAME))]
+            files = [link(RECORD_NAME, f"{base}/{RECORD_NAME}")]
             for log in (record.stdout, record.stderr):
                 if log and (trial_dir / log).exists():
-                    files.append(link(log, _href(base, log)))
+                    files.append(link(log, f"{base}/{log}"))
             for name in record.collectors:
                 if (trial_dir / name).is_dir():
-                    files.append(link(f"{name}/", _href(base, name) + "/"))
+                    files.append(link(f"{name}/", f"{base}/{name}/"))
             if (trial_dir / TIMELINE_NAME).is_file():
-                files.append(link(TIMELINE_NAME, _href(base, TIMELINE_NAME)))
+                files.append(link(TIMELINE_NAME, f"{base}/{TIMELINE_NAME}"))
             css = {"pass": "good"}.get(record.verdict, "bad")
             rows.append([c["cell"], record.trial,
                          Markup(f"<span class={css}>{html.escape(record.verdict)}</span>"),

@@ -1,0 +1,159 @@
+"""Every string from a record, payload, axis value or edited matrix.json is data in the reports:
+report.html gains no element, attribute, script or link out of the output from it, perf.md no
+tag and no column, the console no Rich markup. CPU only: the payload is a ``python -c``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from needs import NO_GPU
+from reports.report_helpers import aorta
+from reports.test_report_browser import _render
+
+#: Markup, a script end, a comment start, JS line separators, a Markdown column and code span.
+BAD = ('x"><img src=x onerror=alert(1337)><script>window.pwned=1</script><!--'
+       "\u2028\u2029|`y`\\")
+AXIS = "<b onmouseover=alert(1)>[bold]bold[/bold] [/x]|`z`"
+PAYLOAD = (f"import json, os; bad = {BAD!r}; json.dump({{'t' + bad + '_ms': 1.5, "
+           "'step' + bad: 2.0, 'note': bad, 'names': [bad, bad + '2']}, "
+           "open(os.environ['AORTA_METRICS_PATH'], 'w'))")
+SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _Page(HTMLParser):
+    """Elements, attributes, script bodies and visible text of a page, as a browser parses it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self.text: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+        if self._in_script:
+            self.scripts.append("")
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+        else:
+            self.text.append(data)
+
+
+def _hostile_sweep(root: Path) -> Path:
+    """A real sweep whose payload reports hostile metric names and text values under a hostile
+    axis value, then records edited as a user or collector could: a collector-shaped metric
+    (the top-kernels section), a hostile error, a log name leading out of the output."""
+    out = root / "hostile"
+    done = aorta("sweep=repeat", "trials=2", f"output={out}", f"+env.X={json.dumps(AXIS)}",
+                 "--", sys.executable, "-c", PAYLOAD, cwd=root, env=NO_GPU)
+    assert done.returncode == 0, done.stderr
+    assert AXIS in done.stdout  # Rich markup in an axis value prints literally
+    for path in sorted(out.glob("cells/*/trial_*/record.json")):
+        record = json.loads(path.read_text())
+        record["metrics"].update({f"t_{BAD}_top_kernel_ms": 1.0, f"t_{BAD}_gpu_time_ms": 2.0,
+                                  f"t_{BAD}_top_kernels": [BAD, "ok_kernel"]})
+        record["error"] = BAD
+        record["stdout"] = "../" * 30 + "etc/passwd"
+        path.write_text(json.dumps(record))
+    done = aorta("matrix", str(out), cwd=root, env=NO_GPU)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Path:
+    return _hostile_sweep(tmp_path_factory.mktemp("escaping"))
+
+
+def _report(out: Path) -> tuple[str, _Page]:
+    done = aorta("report", "sweep", str(out), cwd=out.parent)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    page = (out / "report.html").read_text()
+    parsed = _Page()
+    parsed.feed(page)
+    return page, parsed
+
+
+def _assert_inert(page: str, parsed: _Page) -> None:
+    tags = [t for t, _ in parsed.tags]
+    assert "img" not in tags and "b" not in tags
+    for tag, attrs in parsed.tags:
+        assert not [a for a in attrs if a.startswith("on")], (tag, attrs)
+        if "id" in attrs:
+            assert SAFE_ID.fullmatch(attrs["id"] or ""), attrs["id"]
+        if "href" in attrs:
+            href = attrs["href"] or ""
+            assert ":" not in href and not href.startswith("/"), href
+            assert ".." not in href.split("/"), href
+    # Each script is aorta's own: plotly.js, its config, or one figure whose data (JSON) has
+    # no "<" to end the script or open a comment, and no JS line separator.
+    assert page.count("<script") == len(parsed.scripts) == page.count("</script>")
+    figures = [s for s in parsed.scripts if "Plotly.newPlot(" in s]
+    assert len(figures) == len(re.findall(r'class="plotly-graph-div"', page)) >= 3
+    for body in figures:
+        assert "<" not in body and "\u2028" not in body and "\u2029" not in body
+    assert all("pwned" not in s for s in parsed.scripts if s not in figures)
+    text = "".join(parsed.text)
+    assert BAD.replace("\u2028\u2029", "") in text.replace("\u2028\u2029", "")
+    assert "[bold]bold[/bold] [/x]" in text
+
+
+def test_hostile_names_and_values_are_text_in_report_html(hostile):
+    page, parsed = _report(hostile)
+    _assert_inert(page, parsed)
+    assert "etc/passwd" in "".join(parsed.text)  # the log link out is shown as text
+    kernels = [t for t, a in parsed.tags if t == "ol"]
+    assert kernels  # the collector-shaped metric reached the top-kernels section
+
+
+def test_links_from_an_edited_matrix_stay_inside_the_output(hostile, tmp_path):
+    matrix_path = hostile / "matrix.json"
+    kept = matrix_path.read_text()
+    try:
+        matrix = json.loads(kept)
+        matrix["cells"][0]["dir"] = "../../../etc"
+        matrix["cells"].append({**matrix["cells"][0], "cell": "abs", "dir": "/etc"})
+        matrix["cells"].append({**matrix["cells"][0], "cell": "js", "dir": "javascript:alert(1)"})
+        matrix_path.write_text(json.dumps(matrix))
+        page, parsed = _report(hostile)
+        _assert_inert(page, parsed)
+        hrefs = [a["href"] for _, a in parsed.tags if a.get("href")]
+        assert not [h for h in hrefs if "etc" in h], hrefs
+        assert "javascript%3Aalert%281%29" in hrefs  # relative: a folder so named inside output
+    finally:
+        matrix_path.write_text(kept)
+
+
+def _columns(line: str) -> int:
+    """Column separators of a Markdown table row: ``|`` not escaped by an odd backslash run."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line))
+
+
+def test_perf_md_carries_no_tag_and_keeps_its_columns(hostile):
+    perf = (hostile / "perf.md").read_text()
+    assert "<" not in perf and "\u2028" not in perf and "\u2029" not in perf
+    rows = [ln for ln in perf.splitlines() if ln.startswith("|")]
+    assert len(rows) == 3
+    assert len({_columns(r) for r in rows}) == 1
+    assert "&lt;img src=x onerror=alert(1337)&gt;" in perf
+
+
+def test_no_injected_script_runs_in_chromium(browser, hostile, tmp_path):
+    _report(hostile)
+    dom, log = _render(browser, hostile / "report.html", tmp_path / "profile")
+    assert "js-plotly-plot" in dom  # the page's own scripts ran
+    assert "<img" not in dom and "alert(1337)" not in log and "pwned" not in log
+    errors = [ln for ln in log.splitlines() if "CONSOLE" in ln and "Uncaught" in ln]
+    assert not errors, errors
