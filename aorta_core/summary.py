@@ -63,11 +63,12 @@ def print_agreement(path: Path, out: Console) -> None:
                     for n, s in entry["sources"].items() if s["n"]]
         rows = [("all", entry["consensus"], None, entry), *(measured if len(measured) > 1 else [])]
         for i, (name, median, deviation, judged) in enumerate(rows):
-            table.add_row(metric if i == 0 else "", name, _num(median), _signed_pct(deviation),
+            table.add_row(Text(metric if i == 0 else ""), Text(name), _num(median),
+                          _signed_pct(deviation),
                           Text(judged["verdict"], style=_VERDICT_STYLE.get(judged["status"], "")))
     for i, (name, o) in enumerate((n, o) for n, o in agreement["overhead"].items()
                                   if n not in absent):
-        table.add_row("wall time" if i == 0 else "", name, _num(o["median_s"], " s"),
+        table.add_row("wall time" if i == 0 else "", Text(name), _num(o["median_s"], " s"),
                       _signed_pct(o["overhead_pct"]), Text(o["verdict"]))
     out.print(table)
     for name, (what, reason) in absent.items():
@@ -100,7 +101,7 @@ def print_summary(result: MatrixResult) -> None:
         t = cell["trials"]
         wall = (cell.get("wall_time_s") or {}).get("median")
         table.add_row(
-            name, str(t["pass"]), str(t["fail"]), str(t["error"]),
+            Text(name), str(t["pass"]), str(t["fail"]), str(t["error"]),  # a name is text
             "left out" if cell.get("skipped") else "not run" if cell.get("error")
             else (f"{wall:.2f}" if wall is not None else "-"),
         )

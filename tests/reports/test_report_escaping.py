@@ -19,6 +19,7 @@ from reports.test_report_browser import _render
 BAD = ('x"><img src=x onerror=alert(1337)><script>window.pwned=1</script><!--'
        "\u2028\u2029|`y`\\")
 AXIS = "<b onmouseover=alert(1)>[bold]bold[/bold] [/x]|`z`"
+CELL = "[bold]c[/bold] [/y]<i>|"
 PAYLOAD = (f"import json, os; bad = {BAD!r}; json.dump({{'t' + bad + '_ms': 1.5, "
            "'step' + bad: 2.0, 'note': bad, 'names': [bad, bad + '2']}, "
            "open(os.environ['AORTA_METRICS_PATH'], 'w'))")
@@ -54,14 +55,18 @@ class _Page(HTMLParser):
 def _hostile_sweep(root: Path) -> Path:
     """A real sweep whose payload reports hostile metric names and text values under a hostile
     axis value, then records edited as a user or collector could: a collector-shaped metric
-    (the top-kernels section), a hostile error, a log name leading out of the output."""
+    (the top-kernels section), a hostile error, a log name leading out of the output, a cell
+    name (cell.json and its records) with Rich markup."""
     out = root / "hostile"
     done = aorta("sweep=repeat", "trials=2", f"output={out}", f"+env.X={json.dumps(AXIS)}",
                  "--", sys.executable, "-c", PAYLOAD, cwd=root, env=NO_GPU)
     assert done.returncode == 0, done.stderr
     assert AXIS in done.stdout  # Rich markup in an axis value prints literally
+    for path in sorted(out.glob("cells/*/cell.json")):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "cell": CELL}))
     for path in sorted(out.glob("cells/*/trial_*/record.json")):
         record = json.loads(path.read_text())
+        record["cell"] = CELL
         record["metrics"].update({f"t_{BAD}_top_kernel_ms": 1.0, f"t_{BAD}_gpu_time_ms": 2.0,
                                   f"t_{BAD}_top_kernels": [BAD, "ok_kernel"]})
         record["error"] = BAD
@@ -69,6 +74,7 @@ def _hostile_sweep(root: Path) -> Path:
         path.write_text(json.dumps(record))
     done = aorta("matrix", str(out), cwd=root, env=NO_GPU)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert CELL in done.stderr and "bad record" not in done.stderr  # markup printed literally
     return out
 
 
@@ -107,7 +113,7 @@ def _assert_inert(page: str, parsed: _Page) -> None:
     assert all("pwned" not in s for s in parsed.scripts if s not in figures)
     text = "".join(parsed.text)
     assert BAD.replace("\u2028\u2029", "") in text.replace("\u2028\u2029", "")
-    assert "[bold]bold[/bold] [/x]" in text
+    assert "[bold]bold[/bold] [/x]" in text and CELL in text
 
 
 def test_hostile_names_and_values_are_text_in_report_html(hostile):
