@@ -30,16 +30,16 @@ def _cell_value(stats: dict[str, Any] | None) -> str:
     return text
 
 
-def _escape(text: Any) -> str:
+def md_text(text: Any) -> str:
     """``text`` (any data: a cell, an axis value, a metric name, an error) as literal text in
     one table cell or line: no tag, link, code span or column break, control runs as a space."""
     return _SPECIAL.sub(lambda m: _MARKDOWN.get(m[0], " "), str(text))
 
 
-def _code(text: Any) -> str:
+def md_code(text: Any) -> str:
     """``text`` as a code span when nothing in it needs escaping (inside one, escapes would
     show), else as escaped text."""
-    escaped = _escape(text)
+    escaped = md_text(text)
     return f"`{escaped}`" if escaped == str(text) else escaped
 
 
@@ -50,14 +50,14 @@ def render(matrix: dict[str, Any]) -> str:
     metrics = sorted({m for c in cells for m in c["metrics_summary"]})
     header = ["cell", *axes, "pass/fail/error", "wall_time_s", *metrics]
     lines = [
-        f"# aorta sweep: {_escape(matrix['output'])}",
+        f"# aorta sweep: {md_text(matrix['output'])}",
         "",
         f"{matrix['trials']['total']} trials in {len(cells)} cells: "
         f"{matrix['trials']['pass']} pass, {matrix['trials']['fail']} fail, "
         f"{matrix['trials']['error']} error. Values are medians over passing trials "
         "(± sample std when n > 1); full statistics in matrix.json.",
         "",
-        "| " + " | ".join(_escape(h) for h in header) + " |",
+        "| " + " | ".join(md_text(h) for h in header) + " |",
         "| " + " | ".join("---" for _ in header) + " |",
     ]
     for cell in cells:
@@ -69,9 +69,9 @@ def render(matrix: dict[str, Any]) -> str:
             _cell_value(cell.get("wall_time_s")),
             *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
         ]
-        lines.append("| " + " | ".join(_escape(v) for v in row) + " |")
+        lines.append("| " + " | ".join(md_text(v) for v in row) + " |")
     errors = [c for c in cells if c.get("error")]
     if errors:
         lines += ["", "Cells that could not run:", ""]
-        lines += [f"- {_code(c['cell'])}: {_escape(c['error'])}" for c in errors]
+        lines += [f"- {md_code(c['cell'])}: {md_text(c['error'])}" for c in errors]
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.matrix import WALL
+from aorta_core.perfmd import md_code, md_text
 from aorta_core.reports import significance
 
 #: A metric is "higher is better" when its name contains one of these; all others (times
@@ -257,21 +258,23 @@ def _num(value: float | None) -> str:
 
 
 def markdown(result: Result, only_changed: bool = False) -> str:
-    lines = [f"baseline: `{result.baseline}`  ", f"candidate: `{result.candidate}`  ",
+    lines = [f"baseline: {md_code(result.baseline)}  ",
+             f"candidate: {md_code(result.candidate)}  ",
              f"factor {result.factor:g}, significance: {result.test}, alpha {result.alpha:g} "
              "(when both sides have >= 2 passing trials)", ""]
     if result.environment_differences:
         state = "compared anyway" if result.comparable else "not comparable"
         lines += [f"**Environments differ ({state}):**", "",
-                  *(f"- {d}" for d in result.environment_differences), ""]
+                  *(f"- {md_text(d)}" for d in result.environment_differences), ""]
     lines += ["| | cell | metric | baseline | candidate | ratio | p | better |",
               "|---|---|---|---:|---:|---:|---:|---|"]
     for r in result.rows:
         if only_changed and r.mark == " ":
             continue
         mark = f"`{r.mark}`" if r.mark != " " else ""
-        ratio = _num(r.ratio) + (f" ({r.note})" if r.note else "")
-        lines.append(f"| {mark} | {r.cell} | {r.metric} | {_num(r.baseline)} (n={r.n_baseline})"
+        ratio = _num(r.ratio) + (f" ({md_text(r.note)})" if r.note else "")
+        lines.append(f"| {mark} | {md_text(r.cell)} | {md_text(r.metric)} | "
+                     f"{_num(r.baseline)} (n={r.n_baseline})"
                      f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | "
                      f"{_num(r.p_value)} | {r.better} |")
     counts = {m: sum(r.mark == m for r in result.rows) for m in "+-~!*x"}

@@ -92,7 +92,7 @@ def _report(out: Path) -> tuple[str, _Page]:
     return page, parsed
 
 
-def _assert_inert(page: str, parsed: _Page) -> None:
+def _assert_inert(page: str, parsed: _Page, figures: int = 3) -> None:
     tags = [t for t, _ in parsed.tags]
     assert "img" not in tags and "b" not in tags
     for tag, attrs in parsed.tags:
@@ -106,19 +106,20 @@ def _assert_inert(page: str, parsed: _Page) -> None:
     # Each script is aorta's own: plotly.js, its config, or one figure whose data (JSON) has
     # no "<" to end the script or open a comment, and no JS line separator.
     assert page.count("<script") == len(parsed.scripts) == page.count("</script>")
-    figures = [s for s in parsed.scripts if "Plotly.newPlot(" in s]
-    assert len(figures) == len(re.findall(r'class="plotly-graph-div"', page)) >= 3
-    for body in figures:
+    plots = [s for s in parsed.scripts if "Plotly.newPlot(" in s]
+    assert len(plots) == len(re.findall(r'class="plotly-graph-div"', page)) >= figures
+    for body in plots:
         assert "<" not in body and "\u2028" not in body and "\u2029" not in body
-    assert all("pwned" not in s for s in parsed.scripts if s not in figures)
+    assert all("pwned" not in s for s in parsed.scripts if s not in plots)
     text = "".join(parsed.text)
     assert BAD.replace("\u2028\u2029", "") in text.replace("\u2028\u2029", "")
-    assert "[bold]bold[/bold] [/x]" in text and CELL in text
+    assert CELL in text
 
 
 def test_hostile_names_and_values_are_text_in_report_html(hostile):
     page, parsed = _report(hostile)
     _assert_inert(page, parsed)
+    assert "[bold]bold[/bold] [/x]" in "".join(parsed.text)  # the axis value, as text
     assert "etc/passwd" in "".join(parsed.text)  # the log link out is shown as text
     kernels = [t for t, a in parsed.tags if t == "ol"]
     assert kernels  # the collector-shaped metric reached the top-kernels section
@@ -154,6 +155,20 @@ def test_perf_md_carries_no_tag_and_keeps_its_columns(hostile):
     assert len(rows) == 3
     assert len({_columns(r) for r in rows}) == 1
     assert "&lt;img src=x onerror=alert(1337)&gt;" in perf
+
+
+def test_compare_of_hostile_sweeps_is_inert(hostile, tmp_path):
+    html_path = tmp_path / "compare.html"
+    done = aorta("compare", str(hostile), str(hostile), "--html", str(html_path), "--no-png",
+                 cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    rows = [ln for ln in done.stdout.splitlines() if ln.startswith("|")]
+    assert len(rows) > 3 and len({_columns(r) for r in rows}) == 1, done.stdout
+    assert "<" not in done.stdout and "&lt;img src=x onerror=alert(1337)&gt;" in done.stdout
+    page = html_path.read_text()
+    parsed = _Page()
+    parsed.feed(page)
+    _assert_inert(page, parsed, figures=1)
 
 
 def test_no_injected_script_runs_in_chromium(browser, hostile, tmp_path):
