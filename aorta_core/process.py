@@ -19,6 +19,9 @@ from aorta_core.contracts import Launch
 #: Seconds between SIGTERM and SIGKILL when a trial is ended.
 TERMINATE_GRACE_S = 5.0
 
+#: The longest single ``poll`` (a C int of milliseconds, ~24.8 days).
+_MAX_POLL_MS = 2**31 - 1
+
 #: Reads ``+pgid`` / ``-pgid`` lines; at EOF (aorta exited or was killed: the kernel closes the
 #: pipe) it kills every group still registered.
 _WATCHDOG = """
@@ -94,7 +97,8 @@ def _wait(proc: subprocess.Popen, timeout_s: float | None) -> None:
 
     ``Popen.wait`` with a timeout polls with sleeps that double up to 50 ms, so a 40 ms child
     is seen ~30 ms late (most of the per-trial overhead measured in bench/bench_core.py); a
-    pidfd (Linux >= 5.3) wakes this thread at the exit instead.
+    pidfd (Linux >= 5.3) wakes this thread at the exit instead. ``poll`` takes at most
+    :data:`_MAX_POLL_MS` at a time, so any finite timeout (30 days, 1e300 s) is waited in turns.
     """
     try:
         fd = os.pidfd_open(proc.pid)
@@ -104,8 +108,14 @@ def _wait(proc: subprocess.Popen, timeout_s: float | None) -> None:
     try:
         poller = select.poll()
         poller.register(fd, select.POLLIN)
-        if not poller.poll(-1 if timeout_s is None else max(math.ceil(timeout_s * 1000), 0)):
-            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left_ms = _MAX_POLL_MS if deadline is None else (deadline - time.monotonic()) * 1000
+            last = deadline is not None and left_ms <= _MAX_POLL_MS
+            if poller.poll(max(math.ceil(min(left_ms, _MAX_POLL_MS)), 0)):
+                break
+            if last:
+                raise subprocess.TimeoutExpired(proc.args, timeout_s)
     finally:
         os.close(fd)
     proc.wait()

@@ -8,6 +8,8 @@ only the core's keys are typed.
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
@@ -74,12 +76,52 @@ def _one_line(exc: OmegaConfBaseException) -> str:
     return f"{key}: {text}{hint}" if key else text
 
 
-def _ranges(s: CoreSettings) -> None:
-    for key in ("timeout", "hook_timeout", "read_limit_mb"):
+#: The longest ``hook_timeout`` a thread can be waited for (``threading.TIMEOUT_MAX``, ~292 years).
+MAX_HOOK_TIMEOUT_S = threading.TIMEOUT_MAX
+
+
+def _positive(s: CoreSettings) -> None:
+    """Finite positive seconds and MiB: ``inf`` or ``nan`` would pass ``> 0`` and then crash a
+    started trial's timer or the read budget (``null`` is how a timeout says "no limit")."""
+    for key, unit, top in (("timeout", "seconds", math.inf),
+                           ("hook_timeout", "seconds", MAX_HOOK_TIMEOUT_S),
+                           ("read_limit_mb", "MiB", math.inf)):
         value = getattr(s, key)
-        if value is not None and value <= 0:
-            raise SettingsError(f"{key}={value:g} must be a positive number of "
-                                f"{'MiB' if key == 'read_limit_mb' else 'seconds'}")
+        if value is None or (0 < value <= top and math.isfinite(value)):
+            continue
+        most = f" up to {top:.0f}" if math.isfinite(top) else ""
+        none = "; null for no limit" if key != "read_limit_mb" else ""
+        raise SettingsError(f"{key}={value:g} is out of range: a finite number of {unit} above "
+                            f"0{most}{none}")
+
+
+def _text_problem(key: str, value: object, name: bool = False) -> str | None:
+    """Why ``value`` cannot be a variable name (``name``) or value of a process environment."""
+    if not isinstance(value, str):
+        fix = f"; quote it ('+{key}=\"...\"')" if key.startswith("env.") else ""
+        return f"{key}={value!r} is not text{fix}"
+    if name and ("=" in value or "\0" in value or not value):
+        return f"{key}: {value!r} is not a variable name (non-empty, without '=' or NUL)"
+    return f"{key}={value!r} contains a NUL byte" if "\0" in value else None
+
+
+def _texts(s: CoreSettings) -> None:
+    """``env``, ``devices`` and ``device_env`` hold text a child's environment can carry:
+    OmegaConf lets a list or a mapping into a ``dict[str, str]`` (``+env.X=[1,2]``)."""
+    problems = [p for name, value in s.env.items()
+                for p in (_text_problem("env", name, name=True),
+                          _text_problem(f"env.{name}", value))]
+    problems += [_text_problem(f"devices[{i}]", v) for i, v in enumerate(s.devices or [])]
+    problems += [_text_problem(f"device_env[{i}]", v, name=True)
+                 for i, v in enumerate(s.device_env)]
+    problem = next((p for p in problems if p), None)
+    if problem is not None:
+        raise SettingsError(problem)
+
+
+def _ranges(s: CoreSettings) -> None:
+    _positive(s)
+    _texts(s)
     if s.trials < 1:
         raise SettingsError(f"trials={s.trials} must be 1 or more")
     if s.devices_per_cell < 1:
