@@ -133,7 +133,7 @@ def test_fifo_and_dev_zero_console_are_named_and_skipped(tmp_path: Path) -> None
                "read" in warned
 
 
-def test_hostile_raw_pages_are_refused_unread(tmp_path: Path) -> None:
+def test_fifo_device_and_link_out_are_skipped(tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere.csv"
     shutil.copy(FIXTURES / "mm_basic.raw.csv", outside)
     cases = {"fifo": "is not a regular file", "zero": "is not a regular file",
