@@ -25,7 +25,8 @@ th{background:#f4f4f4;position:sticky;top:0}td.num{text-align:right;font-variant
 """
 
 
-_PLAIN_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,79}")
+#: Names used as ids as they are: no ``--``, which only the hashed form has.
+_PLAIN_ID = re.compile(r"(?!.*--)[A-Za-z][A-Za-z0-9_.-]{0,79}")
 
 
 class Markup(str):
@@ -54,13 +55,14 @@ def link(text: str, path: str) -> Markup:
 
 def element_id(name: str) -> str:
     """A safe element id (and PNG file name) for ``name``, which may come from data: the name
-    itself when it is plain (letters, digits, ``_``), else a readable slug, ``-`` and a short
-    hash of the whole name (the ``-`` keeps the two kinds apart), never escaped text."""
+    itself when it is plain (letters, digits, ``_``, ``.``, ``-``), else a readable slug, ``--``
+    and a short hash of the whole name (the ``--`` keeps the two kinds apart), never escaped
+    text."""
     if _PLAIN_ID.fullmatch(name):
         return name
     slug = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:40]
     digest = hashlib.blake2s(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
-    return f"{slug}-{digest}"
+    return f"{slug}--{digest}"
 
 
 def _plain(value: Any) -> Any:

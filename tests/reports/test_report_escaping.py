@@ -23,7 +23,7 @@ CELL = "[bold]c[/bold] [/y]<i>|"
 PAYLOAD = (f"import json, os; bad = {BAD!r}; json.dump({{'t' + bad + '_ms': 1.5, "
            "'step' + bad: 2.0, 'note': bad, 'names': [bad, bad + '2']}, "
            "open(os.environ['AORTA_METRICS_PATH'], 'w'))")
-SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")
+SAFE_ID = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class _Page(HTMLParser):
