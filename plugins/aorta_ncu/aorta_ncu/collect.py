@@ -10,12 +10,14 @@ row when parsed: ``--print-units base`` rounds every percentage to 2 decimals (s
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import warnings
 from pathlib import Path
+from typing import BinaryIO
 
-from aorta_core import SetupError, TrialRun
+from aorta_core import SetupError, TrialRun, open_limited
 from aorta_ncu.options import NcuOptions
 from aorta_ncu.wrap import REPORT_STEM, resolve_binary
 
@@ -29,26 +31,39 @@ _NCU_LINE = re.compile(r"^==(PROF|WARNING|ERROR|INFO)== ")
 
 
 def console_lines(*logs: Path) -> list[str]:
-    """ncu's own lines from the trial's stdout and stderr, in order per stream."""
+    """ncu's own lines from the trial's stdout and stderr, in order per stream, read through
+    aorta's bounded reader (a log the payload swapped for a FIFO or a link out is skipped)."""
     lines = []
     for log in logs:
         try:
-            with open(log, encoding="utf-8", errors="replace") as fh:
-                lines += [line.rstrip("\n") for line in fh if _NCU_LINE.match(line)]
-        except OSError:
+            with open_limited(log, log.parent) as fh:
+                lines += [text.rstrip("\n") for text in
+                          (line.decode(errors="replace") for line in fh) if _NCU_LINE.match(text)]
+        except FileNotFoundError:
             continue
+        except OSError as exc:
+            warnings.warn(f"ncu: {exc}; ncu's lines in it are not kept", stacklevel=2)
     return lines
+
+
+def _fresh(path: Path) -> BinaryIO:
+    """``path`` opened for writing as a new file: whatever the payload left there (a link out
+    of the folder, a FIFO) is removed, never written through."""
+    path.unlink(missing_ok=True)
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666),
+                     "wb")
 
 
 def export_raw(binary: str, report: Path, raw: Path) -> None:
     """``ncu --import <report> --csv --page raw > raw.csv``; warns on failure."""
     argv = [binary, "--import", str(report), "--csv", "--page", "raw"]
     try:
-        with open(raw, "wb") as out:
+        with _fresh(raw) as out:
             done = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE,
                                   stdin=subprocess.DEVNULL, timeout=IMPORT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raw.unlink(missing_ok=True)
+        if not raw.is_dir():
+            raw.unlink(missing_ok=True)
         warnings.warn(f"ncu: cannot export {report.name} to {RAW}: {exc}", stacklevel=2)
         return
     if done.returncode != 0:
@@ -62,7 +77,11 @@ def collect(artifact_dir: Path, options: NcuOptions, run: TrialRun) -> list[Path
     """Write ``console.txt`` and ``raw.csv`` next to ``report.ncu-rep``; list the folder."""
     lines = console_lines(run.stdout_path, run.stderr_path)
     if lines:
-        (artifact_dir / CONSOLE).write_text("\n".join(lines) + "\n")
+        try:
+            with _fresh(artifact_dir / CONSOLE) as out:
+                out.write(("\n".join(lines) + "\n").encode())
+        except OSError as exc:
+            warnings.warn(f"ncu: cannot write {CONSOLE}: {exc}", stacklevel=2)
     report = artifact_dir / REPORT
     if report.is_file():
         try:

@@ -176,3 +176,21 @@ def test_example_recipe_makes_one_cell_per_payload(tmp_path):
         assert argv[0] == str(STANDIN)
         assert argv[argv.index("--") + 1:] == [
             sys.executable, f"examples/profiling/ncu/{record['axes']['payload']}.py"]
+
+
+def test_links_the_payload_leaves_are_never_written_through(tmp_path):
+    """The payload knows its artifact folder: a raw.csv or console.txt it leaves as a link out of
+    it is replaced by the collector's own file, and the link's target is not touched."""
+    targets = {name: tmp_path / f"outside_{name}" for name in ("raw.csv", "console.txt")}
+    for target in targets.values():
+        target.write_text("keep me\n")
+    code = ("import os; d = os.path.join(os.environ['AORTA_TRIAL_DIR'], 'ncu'); "
+            + "; ".join(f"os.symlink({str(t)!r}, os.path.join(d, {n!r}))"
+                        for n, t in targets.items()))
+    done, records, out = sweep(tmp_path, "trials=1", OFFLINE, command=("-c", code))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert all(t.read_text() == "keep me\n" for t in targets.values())
+    (record,) = records
+    assert record["metrics"]["ncu_kernel_count"] == 1 and record["warnings"] == {}
+    folder = out / "cells" / record["cell"] / "trial_000" / "ncu"
+    assert not any((folder / name).is_symlink() for name in targets)
