@@ -16,7 +16,8 @@ from reports.report_helpers import aorta
 from reports.test_report_browser import _render
 
 #: Markup, a script end, a comment start, JS line separators, a Markdown column and code span.
-BAD = ('x"><img src=x onerror=alert(1337)><script>window.pwned=1</script><!--'
+#: Each injected piece, if it ran, would set the page's title (what the browser check reads).
+BAD = ('x"><img src=x onerror=document.title=1337><script>document.title="pwned"</script><!--'
        "\u2028\u2029|`y`\\")
 AXIS = "<b onmouseover=alert(1)>[bold]bold[/bold] [/x]|`z`"
 CELL = "[bold]c[/bold] [/y]<i>|"
@@ -154,7 +155,7 @@ def test_perf_md_carries_no_tag_and_keeps_its_columns(hostile):
     rows = [ln for ln in perf.splitlines() if ln.startswith("|")]
     assert len(rows) == 3
     assert len({_columns(r) for r in rows}) == 1
-    assert "&lt;img src=x onerror=alert(1337)&gt;" in perf
+    assert "&lt;img src=x onerror=document.title=1337&gt;" in perf
 
 
 def test_compare_of_hostile_sweeps_is_inert(hostile, tmp_path):
@@ -164,7 +165,7 @@ def test_compare_of_hostile_sweeps_is_inert(hostile, tmp_path):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     rows = [ln for ln in done.stdout.splitlines() if ln.startswith("|")]
     assert len(rows) > 3 and len({_columns(r) for r in rows}) == 1, done.stdout
-    assert "<" not in done.stdout and "&lt;img src=x onerror=alert(1337)&gt;" in done.stdout
+    assert "<" not in done.stdout and "&lt;img src=x onerror=document.title=1337&gt;" in done.stdout
     page = html_path.read_text()
     parsed = _Page()
     parsed.feed(page)
@@ -175,6 +176,8 @@ def test_no_injected_script_runs_in_chromium(browser, hostile, tmp_path):
     _report(hostile)
     dom, log = _render(browser, hostile / "report.html", tmp_path / "profile")
     assert "js-plotly-plot" in dom  # the page's own scripts ran
-    assert "<img" not in dom and "alert(1337)" not in log and "pwned" not in log
+    title = re.search(r"<title>(.*?)</title>", dom, re.S)
+    assert title and title.group(1) == "aorta sweep report — hostile", title
+    assert "<img" not in dom and "<b " not in dom
     errors = [ln for ln in log.splitlines() if "CONSOLE" in ln and "Uncaught" in ln]
     assert not errors, errors
