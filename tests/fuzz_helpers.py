@@ -279,3 +279,20 @@ def sparse(path: Path, head: bytes, gib: int) -> None:
 def peak_rss() -> int:
     """This process's peak resident memory so far, in bytes (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def edit_columns(rows: list[list[str]], edits: list[tuple[str, int, str, bool]],
+                 head: int = 1) -> list[list[str]]:
+    """A CSV table with columns renamed, dropped, or set to ``text`` in the first data row (or in
+    every row below the ``head`` header rows, with ``every``)."""
+    rows = [list(r) for r in rows]
+    for kind, col, text, every in edits:
+        col %= len(rows[0])
+        if kind == "rename":
+            rows[0][col] = text
+        elif kind == "drop":
+            rows = [r[:col] + r[col + 1:] for r in rows]
+        else:
+            for r in rows[1:None if every else head + 1]:
+                r[col:col + 1] = [text]
+    return rows

@@ -20,6 +20,7 @@ from fuzz_helpers import (
     FUZZ,
     HOSTILE_NUMBERS,
     byte_mutations,
+    edit_columns,
     parse_checked,
     parse_over_limit,
     sparse,
@@ -63,17 +64,8 @@ def _table(path: Path) -> list[list[str]]:
 
 
 def _edit(rows: list[list[str]], edits: list[tuple[str, int, str, bool]]) -> bytes:
-    """Set a column's cells (first launch or all, units row included), rename it, or drop it."""
-    rows = [list(r) for r in rows]
-    for kind, col, text, every in edits:
-        col %= len(rows[0])
-        if kind == "rename":
-            rows[0][col] = text
-        elif kind == "drop":
-            rows = [r[:col] + r[col + 1:] for r in rows]
-        else:
-            for r in rows[1:None if every else 3]:
-                r[col:col + 1] = [text]
+    """The raw page with ``edits`` (its units row counts as a header row)."""
+    rows = edit_columns(rows, edits, head=2)
     out = io.StringIO()
     csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
     return out.getvalue().encode("utf-8", "surrogatepass")

@@ -18,6 +18,7 @@ from fuzz_helpers import (
     HOSTILE_NUMBERS,
     check_hostile_files_skipped,
     damaged_files,
+    edit_columns,
     parse_checked,
     parse_over_limit,
     sparse,
@@ -70,18 +71,7 @@ def _csv(rows: list[list[str]]) -> bytes:
 
 
 def _edit(rows: list[list[str]], edits: list[tuple[str, int, str, bool]]) -> bytes:
-    """Set a column's cells (first data row or all), rename it, or drop it."""
-    rows = [list(r) for r in rows]
-    for kind, col, text, every in edits:
-        col %= len(rows[0])
-        if kind == "rename":
-            rows[0][col] = text
-        elif kind == "drop":
-            rows = [r[:col] + r[col + 1:] for r in rows]
-        else:
-            for r in rows[1:None if every else 2]:
-                r[col:col + 1] = [text]
-    return _csv(rows)
+    return _csv(edit_columns(rows, edits))
 
 
 def csv_mutations(path: Path) -> st.SearchStrategy[tuple[str, bytes]]:
