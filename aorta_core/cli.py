@@ -387,7 +387,9 @@ def print_version() -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        return _dispatch(args)
+        status = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
+        return status
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
         return 128 + signal.SIGPIPE
