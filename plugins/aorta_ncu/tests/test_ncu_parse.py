@@ -168,6 +168,13 @@ def test_auto_units_thousands_separators_and_na_values(tmp_path):
         (1234.5 * 80 + 765.5 * 60) / 2000)
 
 
+def test_one_launch_keeps_its_percentage_exactly(tmp_path):
+    """A duration that leaves float noise in the weighted mean (the stand-in's ncu times)."""
+    metrics = parse(folder_with(tmp_path, page([TIME, SM], ["msecond", "%"],
+                                                [("k", ["0.000007", "42.50"])])))
+    assert metrics["ncu_sm_throughput_pct"] == metrics["ncu_top_kernel_sm_throughput_pct"] == 42.5
+
+
 def test_ties_rank_by_name_and_top_five_only(tmp_path):
     rows = [(f"k{i}", ["1,000"]) for i in (6, 5, 4, 3, 2, 1)]
     metrics = parse(folder_with(tmp_path, page([TIME], ["nsecond"], rows)))
