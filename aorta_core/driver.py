@@ -2,7 +2,8 @@
 lock, write the matrix at the end and turn the outcome into the exit status.
 
 Exit status: 0 every trial passed; 1 a trial failed or errored or a cell was refused (0 anyway
-with ``allow_failures=true``); 2 a usage error; 130 interrupted (Ctrl-C).
+with ``allow_failures=true``); 2 a usage error; 130 interrupted (Ctrl-C);
+143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from aorta_core.lock import SweepLock, SweepLockedError
 from aorta_core.progress import error_line, warning_line
 from aorta_core.records import RECORD_NAME
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's cancel): the sweep stops as after Ctrl-C (the running
+    trial's process group ended, the lock released, resumable), with status 143."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 class SweepAbort(BaseException):
@@ -106,17 +116,20 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
         warning_line(f"taking over the lock of a sweep that ended without releasing it "
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
     recorded = recorded_trials(output)
+    on_sigterm = signal.signal(signal.SIGTERM, _terminate)
     try:
         try:
             run_jobs()
         except SweepAbort as exc:
             error_line(str(exc))
             return EXIT_FAILED
-        except KeyboardInterrupt:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
-            error_line(f"interrupted: {recorded_trials(output)} trials recorded; "
+        except KeyboardInterrupt as exc:
+            for signum in (signal.SIGINT, signal.SIGTERM):  # a second one must not cut this short
+                signal.signal(signum, signal.SIG_IGN)
+            how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            error_line(f"{how}: {recorded_trials(output)} trials recorded; "
                        "run the same command again to resume")
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
         except Exception as exc:
             if recorded_trials(output) > recorded:  # trials ran: a fault of a job, not of the
                 if os.environ.get("HYDRA_FULL_ERROR") == "1":  # command line
@@ -133,6 +146,7 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
         return _finish(output, allow_failures)
     finally:
         lock.release()
+        signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _finish(output: Path, allow_failures: bool) -> int:

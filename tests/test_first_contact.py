@@ -146,7 +146,10 @@ def test_unknown_collector_key_is_refused_at_compose(tmp_path: Path):
     assert "wait" in line and not (tmp_path / "x").exists()
 
 
-def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path: Path):
+@pytest.mark.parametrize(("signum", "status", "how"), [
+    (signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_ctrl_c_or_sigterm_is_one_line_and_the_rerun_resumes(tmp_path: Path, signum, status,
+                                                             how):
     out = tmp_path / "out"
     args = [sys.executable, "-m", "aorta_core", "sweep=repeat", "trials=4", f"output={out}",
             "--", "sh", "-c", "sleep 1.5"]
@@ -156,14 +159,15 @@ def test_ctrl_c_is_one_line_exit_130_and_the_rerun_resumes(tmp_path: Path):
     deadline = time.monotonic() + 60
     while len(records(out)) < 1 and time.monotonic() < deadline:
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    assert proc.returncode == status
     kept = len(records(out))
     assert 1 <= kept < 4
     assert err.strip().splitlines()[-1] == (
-        f"aorta: error: interrupted: {kept} trials recorded; run the same command again to resume")
+        f"aorta: error: {how}: {kept} trials recorded; run the same command again to resume")
     assert "Traceback" not in err
+    assert (out / ".aorta.lock").read_bytes() == b""  # released: no pid left behind
     again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=60)
     assert again.returncode == 0, again.stderr
