@@ -35,7 +35,7 @@ Everything after `--` is the workload argv, passed byte-for-byte and never throu
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>
 Collector options: collector.<name>.<option>=<value> (see docs/collectors/<name>.md).
 Exit status: 0 all trials passed, 1 a trial failed or a cell was refused, 2 usage error,
-130 interrupted (docs/sweeps.md).
+130 interrupted, 143 terminated (docs/sweeps.md).
 """
 
 CORE_CONF = "aorta_core.conf"
