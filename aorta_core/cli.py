@@ -2,6 +2,10 @@
 ``report``, ``compare``, ``agree`` and ``timeline`` tools.
 
 Kept light: polars, plotly and torch are imported only by the subcommands that use them.
+
+A tool's output (JSON, a table, a version list) goes to a private copy of stdout; fd 1 and
+``sys.stdout`` lead to stderr while it runs, so a plugin that prints, or any library writing to
+fd 1 while collectors load and parse, cannot corrupt what a script reads from stdout.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import signal
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 from aorta_core.argv import split_command
 from aorta_core.progress import collector_warning, console, error_line, warning_line, wrote
@@ -28,10 +33,20 @@ def _output_arg(output: Path) -> str:
     return f"output={quote(str(output))}"
 
 
-def _print_json(obj) -> None:
+def _print_json(obj, out: TextIO) -> None:
     from aorta_core.records import dump_json
 
-    sys.stdout.write(dump_json(obj).decode() + "\n")
+    out.write(dump_json(obj).decode() + "\n")
+
+
+def _own_stdout() -> TextIO:
+    """A stream on the process's stdout for the command's output alone; from now on fd 1 (and so
+    ``print``, a C library's write, a child's inherited stdout) leads to stderr."""
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding=sys.stdout.encoding, errors=sys.stdout.errors,
+                    buffering=1 if sys.stdout.line_buffering else -1)
+    os.dup2(2, 1)
+    return out
 
 
 def load_registry_or_exit():
@@ -53,13 +68,13 @@ def load_registry_or_exit():
 
 def run_sweep(args: list[str]) -> int:
     hydra_args, command = split_command(args)
-    registry = load_registry_or_exit()
-    if "--help" in hydra_args or "-h" in hydra_args:
+    if "--help" in hydra_args or "-h" in hydra_args:  # imports no plugin: one may be slow
         from aorta_core.help import print_help
+        from aorta_core.plugins import option_names
 
-        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")],
-                   [c.info.config_package for c in registry.collectors.values()])
+        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")], option_names())
         return 0
+    load_registry_or_exit()  # one warning per unusable collector, before anything runs
     from aorta_core import searchpath
     from aorta_core.app import hydra_main, register_command, run_jobs
     from aorta_core.driver import EXIT_USAGE, drive
@@ -90,23 +105,25 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         row["description"] = collector.info.description if collector else None
         row["times_comparable"] = collector.info.times_comparable if collector else None
     if ns.json:
-        _print_json(rows)
+        _print_json(rows, ns.out)
         return 0
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="aorta collectors", title_justify="left")
     for column in ("name", "distribution", "version", "status", "error / description"):
         table.add_column(column)
-    for row in rows:
+    for row in rows:  # what plugins say is text, never Rich markup (an error may read '[/x]')
         style = {"ok": "green", "error": "red"}.get(row["status"], "yellow")
-        table.add_row(row["name"], row["distribution"], row["version"],
-                      f"[{style}]{row['status']}[/]", row["error"] or row["description"] or "")
+        table.add_row(*map(Text, (row["name"], row["distribution"], row["version"])),
+                      Text(row["status"], style=style),
+                      Text(row["error"] or row["description"] or ""))
     if not rows:
         console().print("no collectors installed (in the aorta repository: pip install -e "
                         "plugins/aorta_torchprof, and so on for each folder of plugins/)")
     else:
-        Console(highlight=False).print(table)  # the listing is the command's output: stdout
+        Console(file=ns.out, highlight=False).print(table)  # the listing is the output
     return 0
 
 
@@ -148,7 +165,7 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     for note in notes.by_collector.get(ns.collector, []):
         collector_warning(ns.collector, note)
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
-    _print_json(metrics)
+    _print_json(metrics, ns.out)
     return 0
 
 
@@ -208,9 +225,9 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         error_line(str(exc))
         return 2
     if ns.json:
-        _print_json(result.to_json())
+        _print_json(result.to_json(), ns.out)
     else:
-        sys.stdout.write(markdown(result, only_changed=ns.only_changed))
+        ns.out.write(markdown(result, only_changed=ns.only_changed))
     if ns.html:
         line = write_html(result, Path(ns.html), pngs=False if ns.no_png else None)
         wrote(ns.html)
@@ -245,7 +262,7 @@ def cmd_agree(ns: argparse.Namespace) -> int:
     for written in (path, report):
         if written is not None:
             wrote(written)
-    print_agreement(path, Console(highlight=False))  # the verdicts are the output: stdout
+    print_agreement(path, Console(file=ns.out, highlight=False))  # the verdicts: the output
     return 0
 
 
@@ -364,7 +381,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_version() -> int:
+def print_version(out: TextIO) -> int:
     """``aorta --version``: aorta-core's version, then each installed collector's distribution."""
     from importlib.metadata import version
 
@@ -380,27 +397,37 @@ def print_version() -> int:
     for s in statuses:
         state = "" if s.status == "ok" else f" ({': '.join(filter(None, (s.status, s.error)))})"
         lines.append(f"collector {s.name}: {s.distribution} {s.version}{state}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    out.write("\n".join(lines) + "\n")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    out = sys.stdout
     try:
-        status = _dispatch(args)
-        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
+        tool = _tool(args)
+        if tool is None:
+            status = _sweep(args)
+        else:
+            tool.out = out = _own_stdout()
+            status = tool.func(tool)
+        out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no 2nd error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no 2nd error at exit
         return 128 + signal.SIGPIPE
 
 
-def _dispatch(args: list[str]) -> int:
+def _tool(args: list[str]) -> argparse.Namespace | None:
+    """The tool ``args`` name (its ``func`` prints to ``out``), or ``None`` for a sweep."""
     if "--version" in split_command(args)[0]:
-        return print_version()
+        return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
-        ns = _parser().parse_args(args)
-        return ns.func(ns)
+        return _parser().parse_args(args)
+    return None
+
+
+def _sweep(args: list[str]) -> int:
     if args and args[0] == "sweep":  # upstream's `aorta sweep run --recipe R.yaml -- <command>`
         from aorta_core.upstream.command import main as upstream_sweep
 

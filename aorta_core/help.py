@@ -1,7 +1,8 @@
 """``--help``: recipes, workloads and collectors, then the config.
 
-It must cost no more than ``aorta plugins``: the groups are read from the config packages'
-folders and the config is the core's ``config.yaml`` as written, without importing Hydra. Only
+It must cost no more than reading a few folders: the collectors are named from their entry points
+and option files, found without importing any plugin (one whose import takes 20 s must not slow
+``--help``), and the config is the core's ``config.yaml`` as written, without importing Hydra. Only
 ``--help`` with overrides (``--help sweep=grid``) composes them through Hydra to show the result.
 ``--hydra-help`` still reaches Hydra.
 """
@@ -63,9 +64,8 @@ def _config(overrides: list[str]) -> str:
             return f"(config not shown: {str(exc).splitlines()[0]})"
 
 
-def print_help(overrides: list[str], collector_packages: list[str]) -> None:
-    """Usage, the recipes, workloads and installed collectors, then the config."""
-    collectors = sorted({o for p in collector_packages for o in _options(p, "collector")})
+def print_help(overrides: list[str], collectors: list[str]) -> None:
+    """Usage, the recipes, workloads and installed ``collectors``, then the config."""
     lines = [USAGE, "== Config groups ==",
              f"sweep: {', '.join(_options(CORE_CONF, 'sweep'))}",
              f"workload: {', '.join(_options(CORE_CONF, 'workload'))}",

@@ -12,10 +12,12 @@ allow-list) and ``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name. Discover
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -23,7 +25,7 @@ from importlib_metadata import EntryPoint, entry_points
 
 from aorta_core import hookspecs
 from aorta_core.contracts import CollectorInfo
-from aorta_core.isolation import call_hook
+from aorta_core.isolation import call_hook, naming
 
 ENTRY_POINT_GROUP = "aorta.collectors"
 
@@ -64,6 +66,7 @@ class Registry:
 
     def call(self, name: str, hook: str, **kwargs: Any) -> Any:
         """Call ``hook`` on collector ``name`` only; ``None`` when it does not implement it."""
+        naming(name, hook)
         others = [p for n, p in self.manager.list_name_plugin() if n != name]
         results = self.manager.subset_hook_caller(hook, remove_plugins=others)(**kwargs)
         return results[0] if results else None
@@ -84,6 +87,7 @@ def _distribution(ep: EntryPoint) -> tuple[str, str]:
 
 
 def _register(registry: Registry, ep: EntryPoint) -> Collector:
+    naming(ep.name, "import")
     module = ep.load()
     registry.manager.register(module, name=ep.name)
     try:
@@ -155,6 +159,26 @@ def skipped(name: str) -> bool:
     """Disabled by ``AORTA_DISABLE_PLUGINS``, or left out of ``AORTA_LOAD_PLUGINS``."""
     allowed = _names("AORTA_LOAD_PLUGINS")
     return name in _names("AORTA_DISABLE_PLUGINS") or (bool(allowed) and name not in allowed)
+
+
+def option_names() -> list[str]:
+    """The installed collectors (not skipped) with a Hydra option file, found without importing
+    any plugin: ``--help`` must not wait for a plugin whose import is slow, and importing a
+    config package runs its parents' ``__init__``. Whether each one loads: ``aorta plugins``."""
+    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)
+                  if not skipped(ep.name) and _has_option_file(ep))
+
+
+def _has_option_file(ep: EntryPoint) -> bool:
+    """``collector/<name>.yaml`` at most two folders down the entry point's top-level package
+    (``<package>.conf`` by convention): ``find_spec`` of a top-level name executes nothing."""
+    try:
+        spec = importlib.util.find_spec(ep.module.partition(".")[0])
+    except (ImportError, ValueError):
+        return False
+    folders = (spec.submodule_search_locations or []) if spec is not None else []
+    patterns = [f"{'*/' * depth}collector/{ep.name}.yaml" for depth in range(3)]
+    return any(next(Path(f).glob(p), None) is not None for f in folders for p in patterns)
 
 
 @functools.cache
