@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from aorta_core.argv import to_config
 from aorta_core.cells import Cell, ConfigError, Place, build_cell, cell_name, place_of
 from aorta_core.driver import SweepAbort
-from aorta_core.files import READ_LIMIT_ENV
+from aorta_core.files import READ_LIMIT_ENV, disk_full
 from aorta_core.metrics import safe_text
 from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, cell_label, error_line, warning_line
@@ -148,10 +148,17 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
 
             return run_agreement(cfg, registry)
         return _one_cell(cfg, hydra_cfg, registry)
-    except OSError as exc:  # out of space, read-only, quota: no later write can succeed either
-        raise SweepAbort(f"cannot write {exc.filename or cfg.output} "
-                         f"({exc.strerror or exc}); the records written so far are kept: free "
-                         "space, then run the same command again") from None
+    except OSError as exc:
+        where = exc.filename or cfg.output
+        if disk_full(exc):  # out of space, read-only, quota: no later write can succeed either
+            raise SweepAbort(f"cannot write {where} ({exc.strerror or exc}); the records written "
+                             "so far are kept: free space, then run the same command again"
+                             ) from None
+        # a permission or a file of this cell (e.g. an immutable file a payload left): the
+        # other cells go on
+        return refuse(place_of(hydra_cfg), f"cannot write or remove {where} ("
+                      f"{exc.strerror or exc}); the records written so far are kept: fix it, "
+                      "then run the same command again")
 
 
 @hydra.main(version_base="1.3", config_path="pkg://aorta_core.conf", config_name="config")

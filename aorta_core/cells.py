@@ -45,6 +45,8 @@ class Cell:
     hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
     #: Write each trial's merged timeline (``timeline=true``).
     timeline: bool = False
+    #: MiB kept of each trial log (``log_limit_mb``; None: whole).
+    log_limit_mb: float | None = None
 
     def trial_dir(self, index: int) -> Path:
         return self.directory / f"trial_{index:03d}"
@@ -196,4 +198,5 @@ def build_cell(cfg: DictConfig, place: Place, registry: Registry) -> Cell:
         auto=auto,
         hook_timeout_s=settings.hook_timeout,
         timeline=settings.timeline,
+        log_limit_mb=settings.log_limit_mb,
     )

@@ -12,6 +12,8 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from aorta_core.lock import SweepLock, SweepLockedError
 from aorta_core.progress import error_line, warning_line
 from aorta_core.records import RECORD_NAME
 
+MULTIRUN_YAML = "multirun.yaml"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
@@ -41,14 +44,27 @@ class SweepAbort(BaseException):
 
 
 def _writable(output: Path) -> str | None:
+    """Why the sweep cannot write into ``output``: not writable, or its ``cells`` a link."""
     try:
         output.mkdir(parents=True, exist_ok=True)
-        probe = output / ".aorta.write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(prefix=".aorta.write-test.", dir=output)  # never a link
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
         return f"cannot write to output={output} ({exc.strerror}); choose a writable output=<dir>"
+    if (output / "cells").is_symlink():
+        return (f"{output / 'cells'} is a link; aorta writes only inside output: remove the link "
+                "or choose another output=<dir>")
     return None
+
+
+def _clear_multirun_yaml(output: Path) -> None:
+    """Hydra's sweeper opens ``<output>/multirun.yaml`` for writing as it is: a link there (or a
+    FIFO) is removed first, so the file it writes is a new one inside the output."""
+    path = output / MULTIRUN_YAML
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            path.unlink()
 
 
 def recorded_trials(output: Path) -> int:
@@ -116,6 +132,7 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
         warning_line(f"taking over the lock of a sweep that ended without releasing it "
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
     recorded = recorded_trials(output)
+    _clear_multirun_yaml(output)
     on_sigterm = signal.signal(signal.SIGTERM, _terminate)
     try:
         try:

@@ -4,6 +4,9 @@ The last stderr line of a failed run is often noise: a ruler of ``=``, torchrun'
 ``ChildFailedError`` summary, a log or warning line. This reads the tail of stderr the way a
 person would: the root-cause rank of torchrun's summary, that rank's ``[rankN]:`` lines, the
 exception line that ends the last Python traceback, and only then the last meaningful line.
+Only text counts: colour codes and NUL bytes are dropped, and a line still holding control or
+undecodable bytes (a binary blob written to stderr) is skipped, so the reason is one clean line or
+none (then the exit status alone).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 from pathlib import Path
 
 #: Enough for the last few tracebacks; a multi-GB log is never read whole.
@@ -25,6 +29,9 @@ _SUMMARY_SIGNAL = re.compile(r"Signal \d+ \((SIG\w+)\) received by PID")
 #: ``ValueError: x``, ``torch.distributed.DistBackendError: x``, ``KeyboardInterrupt``.
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
 _CARETS = re.compile(r"^[\^~ ]+")
+_COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: What no line of text holds: C0/C1 controls (tab and line ends aside), U+FFFD for bad UTF-8.
+_BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _NOISE = (
     re.compile(r"^[=\-*#~_.+ ]{3,}$"),  # rulers and banners
     re.compile(r"^\[?[WIEF]\d{4} \d\d:\d\d:\d\d"),  # glog lines (torchrun, NCCL, c10)
@@ -36,12 +43,23 @@ _NOISE = (
 
 
 def read_tail(path: Path, size: int = TAIL_BYTES) -> str:
+    """The last ``size`` bytes of a regular file as text; "" for a link, a FIFO or no file."""
     try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
-            return fh.read().decode(errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return ""
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        fh.seek(max(0, fh.seek(0, os.SEEK_END) - size))
+        return fh.read(size).decode(errors="replace")
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` without colour codes or NUL bytes; a line that holds other control
+    or undecodable bytes (binary output) becomes empty."""
+    lines = _COLOUR.sub("", text).replace("\0", "").splitlines()
+    return ["" if _BINARY.search(line) else line for line in lines]
 
 
 def _is_noise(line: str) -> bool:
@@ -120,8 +138,8 @@ def _before_launcher_traceback(lines: list[str]) -> list[str]:
 
 def reason(stderr_text: str) -> str | None:
     """The payload's real error in one line (``rank 1: RuntimeError: ...``), or ``None``."""
-    lines = stderr_text.splitlines()
-    root_rank, root_exception = _root_cause(stderr_text)
+    lines = text_lines(stderr_text)
+    root_rank, root_exception = _root_cause("\n".join(lines))
     ranks, plain = _split_ranks(_before_launcher_traceback(lines))
     text = root_exception
     if text is None and root_rank in ranks:

@@ -2,8 +2,12 @@
 write itself.
 
 Every file aorta writes goes through :func:`write_atomic`: a uniquely named temporary file in the
-same folder, created with mode 0666 so the kernel applies the umask (a team sharing a runs folder
-can read each other's results), then ``os.replace`` over the target.
+same folder, created exclusively (never through a link) with mode 0666 so the kernel applies the
+umask (a team sharing a runs folder can read each other's results), then ``os.replace`` over the
+target, which replaces a link at the target's name instead of writing through it.
+
+What a trial leaves is removed through :func:`remove`, which never follows a link and gets past
+folders a payload made read-only.
 
 Every artifact, record, cell file or workload metrics file is read through :func:`open_limited`
 / :func:`read_limited` / :func:`mapped_limited`: regular files only (a FIFO or a device is refused
@@ -19,6 +23,7 @@ import io
 import mmap
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,8 +31,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 
-def _temporary(path: Path) -> Path:
+def temporary_beside(path: Path) -> Path:
+    """A unique hidden name in ``path``'s folder, for a file to ``os.replace`` over ``path``."""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def create_new(path: Path) -> BinaryIO:
+    """``path`` created for writing, failing if anything (a link too) is there already; mode
+    0666 less the umask."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb")
 
 
 def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
@@ -35,20 +47,77 @@ def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
 
     On any failure the temporary file is removed and ``path`` keeps its previous content.
     """
-    tmp = _temporary(path)
+    tmp = temporary_beside(path)
     try:
-        if callable(content):
-            content(tmp)
-        else:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            with os.fdopen(fd, "wb") as fh:
+        with create_new(tmp) as fh:  # ours: no link, no race
+            if not callable(content):
                 fh.write(content)
+        if callable(content):
+            content(tmp)  # rewrites the file just created
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = str(path)  # a full disk fails in write(), which names no file
         raise
+
+
+#: What no later write can get past either: the sweep stops (one line) instead of the trial.
+_DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def disk_full(exc: OSError) -> bool:
+    """Out of space, over quota or a read-only file system (not a permission of one file)."""
+    return exc.errno in _DISK_FULL
+
+
+def _owner_rwx(folder: Path) -> None:
+    """Give ``folder``'s owner read, write and search on it; a link is refused, not followed.
+
+    The folder is opened with ``O_PATH | O_NOFOLLOW`` (no permission on it needed) and changed
+    through ``/proc/self/fd``, as glibc's ``lchmod`` does, so a link swapped in cannot redirect it.
+    """
+    fd = os.open(folder, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY)
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o700 != 0o700:
+            os.chmod(f"/proc/self/fd/{fd}", mode | 0o700)
+    finally:
+        os.close(fd)
+
+
+def _unlock_tree(folder: Path) -> None:
+    """:func:`_owner_rwx` on ``folder`` and every folder below it (links are not entered)."""
+    pending = [folder]
+    while pending:
+        current = pending.pop()
+        _owner_rwx(current)
+        with os.scandir(current) as entries:
+            pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+
+
+def _remove_once(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # fd-based on Linux: never follows a link
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove(path: Path, root: Path) -> None:
+    """Remove ``path`` (a file, a link or a folder tree) inside ``root``, never following a link.
+
+    A payload that leaves a read-only folder (``chmod 555``) makes removal fail with ``EACCES``
+    for its owner: then ``path``'s folder (when inside ``root``) and every folder of the tree are
+    made writable by their owner, and the removal is tried once more. What still fails raises.
+    """
+    try:
+        _remove_once(path)
+    except PermissionError:
+        if path.parent.is_relative_to(root):
+            _owner_rwx(path.parent)
+        if path.is_dir() and not path.is_symlink():
+            _unlock_tree(path)
+        _remove_once(path)
 
 
 # -- reading files aorta did not write ------------------------------------------------------------

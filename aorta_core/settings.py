@@ -18,6 +18,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.files import DEFAULT_READ_LIMIT_MB
 from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S
+from aorta_core.logs import DEFAULT_LOG_LIMIT_MB
 
 
 class RetainLevel(StrEnum):
@@ -44,6 +45,7 @@ class CoreSettings:
     timeout: float | None = 600
     hook_timeout: float | None = DEFAULT_HOOK_TIMEOUT_S
     read_limit_mb: float = DEFAULT_READ_LIMIT_MB
+    log_limit_mb: float | None = DEFAULT_LOG_LIMIT_MB
     allow_failures: bool = False
     requires_command: bool = False
     timeline: bool = False
@@ -85,7 +87,8 @@ def _positive(s: CoreSettings) -> None:
     started trial's timer or the read budget (``null`` is how a timeout says "no limit")."""
     for key, unit, top in (("timeout", "seconds", math.inf),
                            ("hook_timeout", "seconds", MAX_HOOK_TIMEOUT_S),
-                           ("read_limit_mb", "MiB", math.inf)):
+                           ("read_limit_mb", "MiB", math.inf),
+                           ("log_limit_mb", "MiB", math.inf)):
         value = getattr(s, key)
         if value is None or (0 < value <= top and math.isfinite(value)):
             continue

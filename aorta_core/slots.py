@@ -20,7 +20,7 @@ POLL_S = 0.2
 
 
 def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o644)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -39,6 +39,8 @@ def device_slot(
         return
     slots = len(devices) // per_cell  # >= 1: checked when the cell was built
     folder = output / ".slots"
+    if folder.is_symlink():  # aorta writes only inside output
+        folder.unlink()
     folder.mkdir(parents=True, exist_ok=True)
     while True:
         for k in range(slots):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -24,10 +23,11 @@ from aorta_core import environment
 from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun, launch_problem
 from aorta_core.failure import describe
+from aorta_core.files import remove
 from aorta_core.isolation import call_hook, named_once, one_line
 from aorta_core.metrics import Notes, collector_metrics, safe_text, workload_metrics
 from aorta_core.plugins import Registry
-from aorta_core.process import ProcessOutcome, run_launch
+from aorta_core.process import ProcessOutcome, WatchdogError, run_launch
 from aorta_core.records import (
     RECORD_NAME,
     AutoRecord,
@@ -43,22 +43,15 @@ STDERR_NAME = "stderr.log"
 WORKLOAD_METRICS_NAME = "workload_metrics.json"
 
 
-def _remove(path: Path) -> None:
-    """Remove what an earlier attempt (or anyone) left at ``path``; a link is removed, never
-    followed, so nothing of this attempt is written outside the trial folder."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
-
-
 def _prepare(trial_dir: Path, collectors: list[str]) -> dict[str, Path]:
     """Fresh, empty artifact folders and no logs or metrics left from an earlier attempt."""
     if trial_dir.is_symlink():
         trial_dir.unlink()
     trial_dir.mkdir(parents=True, exist_ok=True)
     for name in (STDOUT_NAME, STDERR_NAME, WORKLOAD_METRICS_NAME, *collectors):
-        _remove(trial_dir / name)
+        # what an earlier attempt (or anyone) left: a link is removed, never followed, and a
+        # read-only folder a payload left is made writable first (files.remove)
+        remove(trial_dir / name, trial_dir)
     folders = {name: trial_dir / name for name in collectors}
     for folder in folders.values():
         folder.mkdir()
@@ -182,6 +175,8 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
             outcome = run_launch(launch, stdout, stderr, cell.timeout_s)
         except OSError as exc:
             error = f"cannot start {safe_text(launch.argv[0])!r}: {exc.strerror or one_line(exc)}"
+        except WatchdogError as exc:
+            error = str(exc)
     run = outcome and TrialRun(launch, outcome.returncode, outcome.timed_out, stdout, stderr)
     collectors, metrics = _collect(registry, cell, trial_dir, folders, run, notes)
     metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
@@ -189,7 +184,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
     if cell.timeline and outcome is not None:  # before retention prunes the traces
         _write_timeline(trial_dir, started, outcome, collectors)
     level = cell.retain.get(f"on_{verdict}", "full")
-    deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr])
+    deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
     record = TrialRecord(
         cell=cell.name, axes=dict(cell.axes), trial=index, verdict=verdict,
         error=error and safe_text(error),

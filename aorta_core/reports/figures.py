@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from aorta_core.files import write_atomic
 
 Figure = dict[str, Any]
 
@@ -70,12 +73,26 @@ def export_pngs(figures: dict[str, Figure], folder: Path) -> str:
         # Their INFO lines would reach the console through the handler Hydra installed.
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        jobs = [{"fig": fig, "path": folder / f"{name}.png",
-                 "opts": {"format": "png", "width": 1000, "height": 500}}
-                for name, fig in figures.items()]
-        kaleido.write_fig_from_object_sync(jobs, kopts={"mathjax": False})
+        with tempfile.TemporaryDirectory(prefix="aorta-png-") as private:
+            jobs = [{"fig": fig, "path": Path(private) / f"{name}.png",
+                     "opts": {"format": "png", "width": 1000, "height": 500}}
+                    for name, fig in figures.items()]
+            kaleido.write_fig_from_object_sync(jobs, kopts={"mathjax": False},
+                                               cancel_on_error=True)
+            _place(folder, [job["path"] for job in jobs])
     except Exception as exc:
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
         return f"PNGs skipped: kaleido failed ({reason}); to get them, {_HOW}"
     return f"wrote {len(figures)} PNG(s) to {folder}"
+
+
+def _place(folder: Path, pngs: list[Path]) -> None:
+    """Move what kaleido rendered (into a private folder: it writes through whatever is at the
+    path it is given) into ``folder``, never through a link: a link at the folder's name is
+    replaced by a folder, one at a PNG's name by the PNG (:func:`~aorta_core.files.write_atomic`).
+    """
+    if folder.is_symlink():
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    for png in pngs:
+        write_atomic(folder / png.name, png.read_bytes())

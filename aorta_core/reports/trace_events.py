@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from aorta_core.files import open_limited, read_limited
+from aorta_core.files import create_new, open_limited, read_limited, temporary_beside
 
 #: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
@@ -193,10 +193,12 @@ class TraceWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.count = 0
-        self._tmp = path.with_name(f".{path.name}.tmp")
-        # closed by close() or abort(): the file outlives this call
-        opener = gzip.open if path.name.endswith(".gz") else open
-        self._fh = opener(self._tmp, "wb")
+        self._tmp = temporary_beside(path)
+        # closed by close() or abort(): the file outlives this call; created anew, so a link
+        # left at a temporary name is never written through
+        self._raw = create_new(self._tmp)
+        self._fh = (gzip.GzipFile(fileobj=self._raw, mode="wb") if path.name.endswith(".gz")
+                    else self._raw)
         self._fh.write(b'{"traceEvents":[\n')
 
     def write(self, events: Sequence[Event]) -> None:
@@ -213,10 +215,12 @@ class TraceWriter:
             self._fh.write(b"," + _ENCODER.encode(key) + b":" + _ENCODER.encode(value))
         self._fh.write(b"}\n")
         self._fh.close()
+        self._raw.close()
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
         self._fh.close()
+        self._raw.close()
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TraceWriter:
