@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import chain
+from itertools import chain, compress
 from pathlib import Path
 from typing import Any
 
@@ -189,8 +189,13 @@ def _metric_series(key: str, values: list):
                      pl.String), kinds == {list}
 
 
-def _is_reserved(name: str) -> bool:
-    return name in RESERVED or name.startswith(_AXIS_PREFIX) or "\0" in name
+def _reserved(keys: list[str]) -> list[str]:
+    """The metric names of ``keys`` that are :data:`RESERVED`, ``axis:`` columns or hold a NUL."""
+    import polars as pl
+
+    names = pl.Series(keys, dtype=pl.String)
+    return names.filter(names.is_in(list(RESERVED)) | names.str.starts_with(_AXIS_PREFIX)
+                        | names.str.contains("\0", literal=True)).to_list()
 
 
 def _drop_reserved(output: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
@@ -217,24 +222,167 @@ def _drop_reserved(output: Path, rows: list[dict[str, Any]], names: list[str]) -
                      "matrix's own column; it is left out: rename it in the collector/payload")
 
 
-def _metrics_frame(rows: list[dict[str, Any]], keys: list[str]):
-    """One row per trial, one typed column per metric (:func:`_metric_series`) of ``keys``, and
-    the names of the columns that hold JSON text of lists."""
+@dataclass
+class _LongMetrics:
+    """Every trial's metrics in long form: ``frame`` holds one row per trial and metric present
+    (``row``: the trial's index; ``metric``; ``value`` for numbers, ``text`` for the rest), the
+    numeric metrics first, each metric's rows together in the order the names first appear,
+    trials in order. ``bools`` and ``lists`` name the text metrics that hold bools and JSON lists
+    (``metrics_text`` gives them back as such)."""
+
+    frame: Any = None
+    bools: set[str] = field(default_factory=set)
+    lists: set[str] = field(default_factory=set)
+
+
+#: Sparse metrics (fewer than one value in this many trial x name slots) are built value by value:
+#: one typed column per name would cost trials x names.
+_SPARSE = 4
+
+
+def _long_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics:
+    present = sum(map(len, rows))
+    if len(rows) * len(keys) > _SPARSE * present:
+        return _sparse_metrics(rows, keys, present)
+    return _column_metrics(rows, keys)
+
+
+def _column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics:
+    """Dense metrics (most trials carry most names): one typed column per metric of ``keys``
+    (:func:`_metric_series`), unpivoted."""
     import polars as pl
 
-    series, json_columns = [], set()
+    row = pl.Series("row", range(len(rows)), pl.UInt32)
+    numeric, text, long = [], [], _LongMetrics()
     for key in keys:
-        column, is_json = _metric_series(key, [row.get(key) for row in rows])
-        series.append(column)
+        column, is_json = _metric_series(key, [r.get(key) for r in rows])
+        if column.dtype.is_numeric():
+            numeric.append(column.cast(pl.Float64))
+            continue
+        text.append(column.cast(pl.String))
+        if column.dtype == pl.Boolean:
+            long.bools.add(key)
         if is_json:
-            json_columns.add(key)
-    return pl.DataFrame(series), json_columns
+            long.lists.add(key)
+    frames = [_EMPTY_METRICS()]
+    if numeric:
+        frames.append(pl.DataFrame([row, *numeric])
+                      .unpivot(index="row", variable_name="metric", value_name="value")
+                      .drop_nulls("value").with_columns(text=pl.lit(None, pl.String)))
+    if text:
+        frames.append(pl.DataFrame([row, *text])
+                      .unpivot(index="row", variable_name="metric", value_name="text")
+                      .drop_nulls("text").with_columns(value=pl.lit(None, pl.Float64)))
+    long.frame = pl.concat([f.select("row", "metric", "value", "text") for f in frames])
+    return long
 
 
-def _wide(trials: _Trials, axis_names: list[str], metrics):
+def _EMPTY_METRICS():
     import polars as pl
 
-    meta = pl.DataFrame(
+    return pl.DataFrame(schema={"row": pl.UInt32, "metric": pl.String, "value": pl.Float64,
+                                "text": pl.String})
+
+
+#: Type codes of metric values (:data:`aorta_core.records.MetricValue`), numbers first.
+_KIND = {float: 0, int: 1, bool: 2, str: 3, list: 4}
+
+
+def _text_of(value: Any) -> str:
+    """A non-numeric value as the long form's ``text`` (a bool as polars casts it)."""
+    if type(value) is str:
+        return value
+    if type(value) is bool:
+        return "true" if value else "false"
+    return _encode(value).decode()
+
+
+def _sparse_metrics(rows: list[dict[str, Any]], keys: list[str], present: int) -> _LongMetrics:
+    """Sparse metrics (many names, each in few trials), value by value: memory and time linear
+    in the values present. Each metric keeps the type :func:`_metric_series` gives it: one of a
+    single kind (or of ints and floats) is typed here in bulk; the rare one that mixes other
+    kinds, or holds an int beyond 64 bits, goes through :func:`_metric_series` itself."""
+    import polars as pl
+
+    names: list[str] = []
+    values: list[Any] = []
+    counts: list[int] = []
+    for i, metrics in enumerate(rows):
+        names.extend(metrics)
+        values.extend(metrics.values())
+        counts.append(len(metrics))
+        rows[i] = {}  # its names and values live on in names and values
+    kind = pl.Series("kind", list(map(_KIND.__getitem__, map(type, values))), pl.UInt8)
+    frame = pl.DataFrame({
+        "row": _repeat_index(pl.Series(counts, dtype=pl.UInt32)),
+        "metric": pl.Series(names, dtype=pl.String), "kind": kind})
+    del names
+    value = pl.repeat(None, present, dtype=pl.Float64, eager=True).alias("value")
+    text = pl.repeat(None, present, dtype=pl.String, eager=True).alias("text")
+
+    def of_kind(mask) -> list[Any]:
+        return list(compress(values, mask.to_list()))
+
+    value.scatter((kind == 0).arg_true(), pl.Series(of_kind(kind == 0), dtype=pl.Float64))
+    has_ints = pl.lit(False)
+    try:
+        value.scatter((kind == 1).arg_true(),
+                      pl.Series(of_kind(kind == 1), dtype=pl.Int64, strict=True)
+                      .cast(pl.Float64))
+    except (TypeError, OverflowError, pl.exceptions.PolarsError):  # an int beyond 64 bits
+        has_ints = (pl.col("lo") <= 1) & (pl.col("hi") >= 1)
+    others = kind >= 2
+    text.scatter(others.arg_true(), list(map(_text_of, of_kind(others))))
+    per = frame.group_by("metric").agg(lo=pl.col("kind").min(), hi=pl.col("kind").max())
+    single = per.filter(pl.col("lo") == pl.col("hi"))
+    long = _LongMetrics(bools=set(single.filter(pl.col("lo") == 2)["metric"]),
+                        lists=set(single.filter(pl.col("lo") == 4)["metric"]))
+    mixed = per.filter(((pl.col("lo") != pl.col("hi")) & (pl.col("hi") >= 2)) | has_ints)
+    if mixed.height:
+        _retype(frame.select("metric").with_row_index("at")
+                .filter(pl.col("metric").is_in(mixed["metric"].implode())),
+                values, value, text, long)
+    values.clear()
+    order = pl.Enum(keys)
+    long.frame = (frame.with_columns(value, text)
+                  .filter(pl.col("value").is_not_null() | pl.col("text").is_not_null())
+                  .sort(pl.col("text").is_not_null(), pl.col("metric").cast(order),
+                        maintain_order=True)
+                  .select("row", "metric", "value", "text"))
+    return long
+
+
+def _repeat_index(counts):
+    """[0, 0, 0, 1, 2, 2] for counts [3, 1, 2]: the row of each value."""
+    import polars as pl
+
+    return pl.int_range(counts.len(), dtype=pl.UInt32, eager=True).repeat_by(counts).explode() \
+        .drop_nulls()
+
+
+def _retype(where, values: list[Any], value, text, long: _LongMetrics) -> None:
+    """Type the metrics at rows ``where`` (``at``, ``metric``) as :func:`_metric_series` does."""
+    import polars as pl
+
+    for (name,), group in where.group_by("metric", maintain_order=True):
+        at = group["at"]
+        column, is_json = _metric_series(name, [values[i] for i in at])
+        none = pl.repeat(None, len(at), eager=True)
+        if column.dtype.is_numeric():
+            value.scatter(at, column.cast(pl.Float64))
+            text.scatter(at, none.cast(pl.String))
+        else:
+            text.scatter(at, column.cast(pl.String))
+            value.scatter(at, none.cast(pl.Float64))
+            if is_json:
+                long.lists.add(name)
+
+
+def _trials_frame(trials: _Trials, axis_names: list[str]):
+    """One row per trial: its cell, index, verdict, wall time and axes."""
+    import polars as pl
+
+    return pl.DataFrame(
         {
             "cell": trials.cell,
             "trial": trials.trial,
@@ -245,62 +393,56 @@ def _wide(trials: _Trials, axis_names: list[str], metrics):
         schema={"cell": pl.String, "trial": pl.Int64, "verdict": pl.String, WALL: pl.Float64,
                 **{f"axis:{a}": pl.String for a in axis_names}},
     )
-    return meta.hstack(metrics) if metrics.width else meta
 
 
-def _summaries(wide, numeric: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+def _long(meta, metrics: _LongMetrics, axis_cols: list[str]):
+    """``matrix.parquet``: one row per trial and metric, wall time and the numeric metrics
+    (``value``) before the rest (``text``: strings, bools, lists as JSON)."""
     import polars as pl
 
-    passing = wide.filter(pl.col("verdict") == "pass")
-    aggs = []
-    for c in numeric:
-        col = pl.col(c).cast(pl.Float64)
-        aggs += [col.mean().alias(f"{c}\0mean"), col.median().alias(f"{c}\0median"),
-                 col.std().alias(f"{c}\0std"), col.min().alias(f"{c}\0min"),
-                 col.max().alias(f"{c}\0max"), col.count().alias(f"{c}\0n")]
+    wall = (meta.select(row=pl.int_range(pl.len(), dtype=pl.UInt32), metric=pl.lit(WALL),
+                        value=pl.col(WALL), text=pl.lit(None, pl.String))
+            .drop_nulls("value"))
+    rows = pl.concat([wall, metrics.frame])
+    index = [*axis_cols, *_ID]
+    ids = meta.select(pl.col(*index).gather(rows["row"])) if index else meta
+    schema = {**{c: pl.String for c in axis_cols}, "cell": pl.String, "trial": pl.Int64,
+              "verdict": pl.String, "metric": pl.String, "value": pl.Float64, "text": pl.String}
+    return pl.concat([pl.DataFrame(schema=schema),
+                      ids.hstack(rows.select("metric", "value", "text"))])
+
+
+def _summaries(long) -> dict[str, dict[str, dict[str, Any]]]:
+    """:data:`STATS` of each numeric metric (wall time first) over each cell's passing trials."""
+    import polars as pl
+
+    value = pl.col("value")
+    stats = (long.filter((pl.col("verdict") == "pass") & value.is_not_null())
+             .group_by("cell", "metric", maintain_order=True)
+             .agg(value.mean(), value.median().alias("median"), value.std().alias("std"),
+                  value.min().alias("min"), value.max().alias("max"), value.count().alias("n")))
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in passing.group_by("cell").agg(aggs).iter_rows(named=True):
-        out[row["cell"]] = {
-            c: {s: row[f"{c}\0{s}"] for s in STATS} for c in numeric if row[f"{c}\0n"]
-        }
+    for cell, metric, *numbers in stats.iter_rows():
+        out.setdefault(cell, {})[metric] = dict(zip(STATS, numbers, strict=True))
     return out
 
 
-def _texts(wide, text: list[str], json_columns: set[str]) -> dict[str, dict[str, Any]]:
+def _texts(meta, metrics: _LongMetrics) -> dict[str, dict[str, Any]]:
     """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     import polars as pl
 
-    text = [c for c in text if not c.endswith("_artifact_dir")]
-    firsts = (wide.filter(pl.col("verdict") == "pass").sort("cell", "trial")
-              .group_by("cell", maintain_order=True).first().select("cell", *text))
-    return {row.pop("cell"): {k: msgspec.json.decode(v) if k in json_columns else v
-                              for k, v in row.items() if v is not None}
-            for row in firsts.iter_rows(named=True)}
-
-
-def _long(wide, numeric: list[str], text: list[str], axis_cols: list[str]):
-    """One row per trial and metric: ``value`` for numbers, ``text`` for the rest (JSON lists)."""
-    import polars as pl
-
-    index = [*axis_cols, *_ID]
-    schema = {**{c: pl.String for c in axis_cols}, "cell": pl.String, "trial": pl.Int64,
-              "verdict": pl.String, "metric": pl.String, "value": pl.Float64, "text": pl.String}
-    frames = [pl.DataFrame(schema=schema)]
-    if numeric:
-        frames.append(
-            wide.select(*index, *(pl.col(c).cast(pl.Float64) for c in numeric))
-            .unpivot(index=index, on=numeric, variable_name="metric", value_name="value")
-            .drop_nulls("value")
-            .with_columns(text=pl.lit(None, dtype=pl.String))
-        )
-    if text:
-        frames.append(
-            wide.select(*index, *(pl.col(c).cast(pl.String) for c in text))
-            .unpivot(index=index, on=text, variable_name="metric", value_name="text")
-            .drop_nulls("text")
-            .with_columns(value=pl.lit(None, dtype=pl.Float64))
-        )
-    return pl.concat([f.select(list(schema)) for f in frames])
+    firsts = (meta.with_row_index("row").filter(pl.col("verdict") == "pass")
+              .sort("cell", "trial").group_by("cell", maintain_order=True).first())
+    cells = dict(zip(firsts["row"], firsts["cell"], strict=True))
+    rows = metrics.frame.filter(pl.col("text").is_not_null()
+                                & pl.col("row").is_in(firsts["row"].implode())
+                                & ~pl.col("metric").str.ends_with("_artifact_dir"))
+    out: dict[str, dict[str, Any]] = {}
+    for row, metric, text in rows.select("row", "metric", "text").iter_rows():
+        out.setdefault(cells[row], {})[metric] = (
+            text == "true" if metric in metrics.bools
+            else msgspec.json.decode(text) if metric in metrics.lists else text)
+    return out
 
 
 def _environments(environments: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -312,10 +454,10 @@ def _environments(environments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [distinct[k] for k in sorted(distinct)]
 
 
-def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], wide, summaries, texts
+def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, summaries, texts
                   ) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
-    for cell, verdict, n in wide.group_by("cell", "verdict").len().iter_rows():
+    for cell, verdict, n in meta.group_by("cell", "verdict").len().iter_rows():
         c = counts.setdefault(cell, dict.fromkeys(("total", *VERDICTS), 0))
         c["total"] += n
         c[verdict] += n
@@ -354,19 +496,18 @@ def _build(output: Path) -> MatrixResult:
     bad: list[BadRecord] = []
     trials = _Trials.gather(records_of(output, cells, bad))
     keys = list(dict.fromkeys(chain.from_iterable(trials.metrics)))
-    reserved = [k for k in keys if _is_reserved(k)]
+    reserved = _reserved(keys)
     if reserved:
         _drop_reserved(output, trials.metrics, reserved)
-        keys = [k for k in keys if k not in reserved]
-    metrics, json_columns = _metrics_frame(trials.metrics, keys)
-    metric_schema = metrics.schema
+        dropped = set(reserved)
+        keys = [k for k in keys if k not in dropped]
+    metrics = _long_metrics(trials.metrics, keys)
     axis_names = sorted({a for axes in trials.axes for a in axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
-    wide = _wide(trials, axis_names, metrics)
-    numeric = [WALL, *(c for c, t in metric_schema.items() if t.is_numeric())]
-    text = [c for c, t in metric_schema.items() if not t.is_numeric()]
-    matrix_cells = _cell_entries(cells, trials.first, wide, _summaries(wide, numeric),
-                                 _texts(wide, text, json_columns))
+    meta = _trials_frame(trials, axis_names)
+    long = _long(meta, metrics, [f"axis:{a}" for a in axis_names])
+    matrix_cells = _cell_entries(cells, trials.first, meta, _summaries(long),
+                                 _texts(meta, metrics))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
         for k in totals:
@@ -383,7 +524,6 @@ def _build(output: Path) -> MatrixResult:
     }
     paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]
     write_json_atomic(paths[0], matrix)
-    long = _long(wide, numeric, text, [f"axis:{a}" for a in axis_names])
     write_atomic(paths[1], long.write_parquet)
     write_atomic(paths[2], render(matrix).encode())
     return MatrixResult(paths, matrix_cells, bad)
