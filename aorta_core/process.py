@@ -1,11 +1,16 @@
 """Run one launch in its own process group, with a timeout that ends the whole group, and a
-watchdog that ends it if aorta itself dies (so no orphan writes into a re-run's files)."""
+watchdog that ends it if aorta itself dies (so no orphan writes into a re-run's files).
+
+What left the group (``setsid``) is ended too: every launch carries its own token in its
+environment (:mod:`aorta_core.reaper`), and the processes still carrying it are killed once the
+group has been ended, by aorta or by the watchdog."""
 
 from __future__ import annotations
 
 import contextlib
 import math
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -14,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aorta_core import reaper
 from aorta_core.contracts import Launch
 
 #: Seconds between SIGTERM and SIGKILL when a trial is ended.
@@ -22,30 +28,28 @@ TERMINATE_GRACE_S = 5.0
 #: The longest single ``poll`` (a C int of milliseconds, ~24.8 days).
 _MAX_POLL_MS = 2**31 - 1
 
-#: Reads ``+pgid`` / ``-pgid`` lines; at EOF (aorta exited or was killed: the kernel closes the
-#: pipe) it kills every group still registered.
-_WATCHDOG = """
-import os, signal, sys
-groups = set()
-for line in sys.stdin:
-    (groups.add if line[0] == "+" else groups.discard)(int(line[1:]))
-for pgid in groups:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-"""
+
+class WatchdogError(RuntimeError):
+    """The watchdog could not be started, so no trial is run: nothing would end it if aorta
+    were killed."""
 
 
 class _Watchdog:
-    """One per aorta process, started on the first trial, in its own session (Ctrl-C in the
-    terminal does not reach it)."""
+    """One per aorta process, started on the first trial (:func:`aorta_core.reaper.watch`), in
+    its own session (Ctrl-C in the terminal does not reach it)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-S", "-I", "-c", _WATCHDOG], stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-S", "-I", reaper.__file__, str(self.pid)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True)
+        except OSError as exc:
+            why = (f"{sys.executable}: {exc.strerror or exc}" if sys.executable else
+                   "sys.executable is empty: run aorta by the path of its python or its script")
+            raise WatchdogError(f"cannot start aorta's watchdog ({why}); the trial was not run, "
+                                "as nothing would end it if aorta were killed") from None
 
     def send(self, line: str) -> None:
         with contextlib.suppress(OSError):
@@ -126,34 +130,40 @@ def run_launch(
 ) -> ProcessOutcome:
     """Run ``launch`` to completion; never through a shell, stdin closed.
 
-    Raises ``OSError`` (e.g. ``FileNotFoundError``) when the program cannot be started.
-    Leftover processes of the group are ended after the leader exits, so a trial never
-    leaks workers into the next one.
+    Raises ``OSError`` (e.g. ``FileNotFoundError``) when the program cannot be started, and
+    :class:`WatchdogError` when the watchdog cannot. Leftover processes of the group, and those
+    that left it, are ended after the leader exits (or the timeout), so a trial never leaks
+    workers into the next one. ``wall_time_s`` ends at the exit or at the timeout.
     """
     watchdog = _watch()
+    token = secrets.token_hex(8)
     with _open_log(stdout_path) as out, _open_log(stderr_path) as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
             list(launch.argv),
-            env=dict(launch.env),
+            env=reaper.marked(dict(launch.env), token),
             cwd=launch.cwd,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
             start_new_session=True,
         )
-        watchdog.send(f"+{proc.pid}")
+        watchdog.send(f"+{proc.pid} {token}")
         timed_out = False
         try:
-            _wait(proc, timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _end_group(proc, TERMINATE_GRACE_S)
+            try:
+                _wait(proc, timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            wall = time.perf_counter() - start  # at the exit or the timeout, never the grace
+            if timed_out:
+                _end_group(proc, TERMINATE_GRACE_S)
         except BaseException:
             _end_group(proc, TERMINATE_GRACE_S)
             raise
-        wall = time.perf_counter() - start
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        watchdog.send(f"-{proc.pid}")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            reaper.end_marked([token])
+            watchdog.send(f"-{proc.pid} {token}")
     return ProcessOutcome(None if timed_out else proc.returncode, timed_out, wall)
