@@ -11,6 +11,7 @@ rebuilds Python launches. Workloads open the selected collectors' in-process ses
 import pluggy
 
 from aorta_core import payload
+from aorta_core.bom import without_bom
 from aorta_core.checks import check_regex
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
@@ -50,4 +51,5 @@ __all__ = [
     "payload",
     "read_limit",
     "read_limited",
+    "without_bom",
 ]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
+from rich.markup import escape
 
 from aorta_core.app import completed, refuse, skip, write_cell_file
 from aorta_core.cells import Cell, ConfigError, Place, build_cell
@@ -84,7 +85,8 @@ def run_agreement(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
     for cell in cells:
         write_cell_file(cell, trials, agree=_marker(cfg, cell.name, registry))
         todo[cell.name] = [i for i in range(trials) if not completed(cell, i)]
-    console().print(f"[bold]agree[/] {', '.join(c.name for c in cells)}: {trials} rounds, "
+    names = escape(", ".join(c.name for c in cells))
+    console().print(f"[bold]agree[/] {names}: {trials} rounds, "
                     "interleaved")
     verdicts: dict[str, dict[str, int]] = {c.name: {} for c in cells}
     for index in range(trials):

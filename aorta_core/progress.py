@@ -16,7 +16,9 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 
 @functools.cache
 def console() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    """stderr; text from paths, names and messages is passed through ``escape`` (or as ``Text``),
+    and emoji codes are off, so that ``[/x]`` or ``:fire:`` in a path prints as itself."""
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def error_line(message: str) -> None:
@@ -102,7 +104,7 @@ class CellProgress:
 
     def __enter__(self) -> CellProgress:
         axes = " ".join(f"{k}={v}" for k, v in self.cell.axes.items()) or "(no axes)"
-        collectors = ",".join(self.cell.collectors) or "none"
+        collectors = escape(",".join(self.cell.collectors) or "none")
         line = f"[bold]cell[/] {escape(self.cell.name)}  {escape(axes)}  collectors: {collectors}"
         if self.cell.auto is not None:
             line += f"\n  [dim]auto ({escape(self.cell.auto.machine)}):[/] " + escape(

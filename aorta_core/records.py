@@ -8,11 +8,13 @@ never counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
+from aorta_core.bom import without_bom
 from aorta_core.files import FileRefused, read_regular, write_atomic
 
 #: Bump when a field changes meaning; readers of older records must keep working.
@@ -111,9 +113,20 @@ def write_record(path: Path, record: TrialRecord) -> None:
     write_json_atomic(path, record)
 
 
+def decode_json(data: bytes, decode: Callable[[Any], Any] = msgspec.json.decode) -> Any:
+    """``decode(data)`` past a leading UTF-8 BOM (an editor's); JSON nested too deeply for
+    msgspec (its ``RecursionError``) is a ``msgspec.DecodeError`` like any other malformed JSON,
+    so a reader has one error to catch."""
+    try:
+        with without_bom(data) as text:
+            return decode(text)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None
+
+
 def decode_record(data: bytes, source: Path | str) -> TrialRecord:
     try:
-        return _decode_record(data)
+        return decode_json(data, _decode_record)
     except msgspec.DecodeError as exc:
         raise BadRecord(source, str(exc)) from None
 
@@ -136,4 +149,4 @@ def load_record(path: Path | str, cell: str | None = None, trial: int | None = N
 
 def read_json(path: Path, limit: int = RECORD_LIMIT) -> Any:
     """A small JSON file aorta wrote (cell file, matrix), read within a budget."""
-    return msgspec.json.decode(read_regular(path, limit))
+    return decode_json(read_regular(path, limit))

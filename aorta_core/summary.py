@@ -73,7 +73,7 @@ def print_agreement(path: Path, out: Console) -> None:
     out.print(table)
     for name, (what, reason) in absent.items():
         reason = str(reason).removeprefix(f"{name}: ")
-        out.print(f"[dim]{what}:[/] {escape(name)}: {escape(reason)}")
+        out.print(Text.assemble((f"{what}:", "dim"), f" {name}: {reason}"))
 
 
 def _distinct_autos(cells: list[dict]) -> list[dict]:

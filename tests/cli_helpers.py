@@ -92,3 +92,30 @@ def parse_metrics(artifact_dir, options):
 
 def good_collector(name: str, order: int = 50) -> str:
     return GOOD_COLLECTOR.format(name=name, order=order)
+
+
+def main_in_process(*args: str) -> tuple[int, str, str]:
+    """Status, stdout and stderr of ``aorta <args>`` run in this process through the public
+    entry ``aorta_core.cli.main`` (the fuzz tests' loops: a subprocess each would take minutes).
+    The tool writes its output to a copy of fd 1 and then points fd 1 at stderr, so fd 1 is a
+    temporary file for the call and restored after it."""
+    import contextlib
+    import io
+    import tempfile
+
+    from aorta_core.cli import main
+
+    err = io.StringIO()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as out:
+        sys.stdout.flush()
+        os.dup2(out.fileno(), 1)
+        try:
+            with contextlib.redirect_stderr(err):
+                status = main(list(args))
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        return status, out.read().decode(), err.getvalue()

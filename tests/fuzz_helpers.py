@@ -15,6 +15,7 @@ import math
 import os
 import re
 import resource
+import shutil
 import signal
 import warnings
 from collections.abc import Callable, Iterator
@@ -296,3 +297,43 @@ def edit_columns(rows: list[list[str]], edits: list[tuple[str, int, str, bool]],
             for r in rows[1:None if every else head + 1]:
                 r[col:col + 1] = [text]
     return rows
+
+
+# -- a leading UTF-8 BOM ----------------------------------------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _with_bom(path: Path) -> None:
+    """``path`` rewritten with a BOM before its text (inside the gzip stream of a ``.gz``)."""
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(BOM + gzip.decompress(data)))
+    else:
+        path.write_bytes(BOM + data)
+
+
+def cli_metrics(collector: str, folder: Path) -> dict[str, Any]:
+    """``aorta parse <collector> <folder>``'s metrics (the real CLI), without the folder path."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "aorta_core", "parse", collector, str(folder)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads(done.stdout)
+    del metrics[f"{collector}_artifact_dir"]
+    return metrics
+
+
+def check_bom_is_ignored(collector: str, fixture: Path, tmp: Path) -> None:
+    """Each file of ``fixture`` with a BOM prepended gives ``aorta parse`` the metrics it gives
+    without (and there are some)."""
+    plain = cli_metrics(collector, fixture)
+    assert plain, f"{fixture} gives no metric to compare"
+    folder = tmp / f"bom_{fixture.name}"
+    shutil.copytree(fixture, folder)
+    for path in folder.rglob("*"):
+        if path.is_file():
+            _with_bom(path)
+    assert cli_metrics(collector, folder) == plain

@@ -15,11 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from aorta_core.matrix import WALL
 from aorta_core.perfmd import md_code, md_text
 from aorta_core.reports import significance
+from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 
 #: A metric is "higher is better" when its name contains one of these; all others (times
 #: ``_ms``/``_us``/``_s``, ``_bytes``, counts, loss) are "lower is better", as in asv.
@@ -78,25 +77,19 @@ class Result:
 
 
 def load_run(path: Path) -> Run:
-    import polars as pl
-
+    """The matrix files of run folder ``path``, checked (:mod:`.matrix_files`)."""
     path = Path(path)
+    if not path.is_dir():
+        raise CompareError(f"{path} is not a folder; pass a sweep's output folder")
     try:
-        matrix = msgspec.json.decode((path / "matrix.json").read_bytes())
-    except (OSError, msgspec.DecodeError) as exc:
-        raise CompareError(f"{path}: no readable matrix.json ({exc}); pass a sweep's output "
-                           f"folder, or run aorta matrix {path}") from None
-    try:
-        long = pl.read_parquet(path / "matrix.parquet", columns=["cell", "verdict", "metric",
-                                                                  "value"])
-    except Exception as exc:
-        raise CompareError(f"{path}: no readable matrix.parquet ({type(exc).__name__}); run "
-                           f"aorta matrix {path} to rebuild it") from None
-    long = long.filter((pl.col("verdict") == "pass") & pl.col("value").is_not_null())
+        matrix = load_matrix(path)
+        long = passing_values(path)
+    except BadMatrix as exc:
+        raise CompareError(str(exc)) from None
     values: dict[tuple[str, str], list[float]] = {}
     for (cell, metric), part in long.group_by("cell", "metric", maintain_order=True):
         values[(cell, metric)] = part["value"].to_list()
-    cells = {c["cell"]: c for c in matrix.get("cells") or [] if isinstance(c, dict)}
+    cells = {c["cell"]: c for c in matrix["cells"]}
     return Run(path, matrix, cells, values)
 
 

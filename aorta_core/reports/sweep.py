@@ -17,11 +17,12 @@ import msgspec
 
 from aorta_core.matrix import WALL
 from aorta_core.progress import warning_line
-from aorta_core.records import RECORD_NAME, BadRecord, load_record, read_json
+from aorta_core.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.agreement_section import agreement_section
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, inside, link
+from aorta_core.reports.matrix_files import load_matrix, passing_values
 from aorta_core.reports.timeline import TIMELINE_NAME
 
 REPORT_NAME = "report.html"
@@ -38,14 +39,6 @@ def _stat(summary: dict[str, Any] | None) -> str:
     if summary.get("std") is not None:
         text += f" ± {fmt(summary['std'])}"
     return f"{text} (n={summary.get('n', '?')})"
-
-
-def _load_matrix(output: Path) -> dict[str, Any]:
-    data = msgspec.json.decode((output / "matrix.json").read_bytes())
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise ValueError("matrix.json holds no cells list")
-    data["cells"] = [c for c in data["cells"] if isinstance(c, dict) and "cell" in c]
-    return data
 
 
 def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
@@ -82,9 +75,7 @@ def _spread(page: Page, output: Path, matrix: dict[str, Any]) -> None:
     import polars as pl
 
     page.heading("Trial spread per metric (passing trials)")
-    long = pl.read_parquet(output / "matrix.parquet", columns=["cell", "verdict", "metric",
-                                                                "value"])
-    long = long.filter((pl.col("verdict") == "pass") & pl.col("value").is_not_null())
+    long = passing_values(output)  # from its bytes: polars reads a path as a glob ('runs[1]')
     order = [c["cell"] for c in matrix["cells"]]
     metrics = long["metric"].unique().sort().to_list()
     metrics = [WALL, *(m for m in metrics if m != WALL)] if WALL in metrics else metrics
@@ -148,7 +139,7 @@ def _kernels(page: Page, matrix: dict[str, Any]) -> None:
 def _names(value: Any) -> list[str]:
     if isinstance(value, str):
         try:
-            value = msgspec.json.decode(value)
+            value = decode_json(value)
         except msgspec.DecodeError:
             return [value]
     return [str(v) for v in value] if isinstance(value, list) else []
@@ -222,7 +213,7 @@ _SECTIONS = (("agreement", _agreement), ("cells", _cells), ("trial spread", _spr
 def _build_page(output: Path) -> Page:
     page = Page(f"aorta sweep report — {output.name}")
     try:
-        matrix = _load_matrix(output)
+        matrix = load_matrix(output)  # bounded, checked: a FIFO or [] is a note
     except Exception as exc:
         page.paragraph(f"No usable matrix.json in {output} ({type(exc).__name__}: "
                        f"{' '.join(str(exc).split())[:200]}); run `aorta matrix {output}` then "
