@@ -31,7 +31,7 @@ FORWARDED_WARNINGS = ("No metrics to collect found in sections",)
 def console_reasons(console: Path) -> bool:
     """Warn with each reason ncu gave for profiling nothing or failing; ``True`` if it gave one."""
     try:
-        lines = read_limited(console, console.parent).decode(errors="replace").splitlines()
+        lines = read_limited(console, console.parent).decode("utf-8-sig", "replace").splitlines()
     except FileNotFoundError:
         return False
     except OSError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from aorta_core import read_limited
+from aorta_core.bom import BOM
 from aorta_ncu.counters import HARDWARE, TIME
 
 NAME = "Kernel Name"
@@ -31,8 +32,10 @@ PERCENT = "%"
 
 def _table_lines(data: bytes) -> bytes:
     """The page from its ``"ID",...`` header on (ncu may print lines before it, 1,000 at most),
-    without blank or whitespace-only lines."""
+    without blank or whitespace-only lines, nor a leading UTF-8 BOM."""
     lines = [line for line in data.splitlines(keepends=True) if line.strip()]
+    if lines:
+        lines[0] = lines[0].removeprefix(BOM)
     start = next((i for i, line in enumerate(lines[:1001]) if line.startswith(b'"ID",')), None)
     if start is None:
         raise ValueError('no ncu raw-page header (a line starting with "ID",)')

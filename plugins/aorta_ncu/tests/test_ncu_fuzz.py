@@ -20,6 +20,7 @@ from fuzz_helpers import (
     FUZZ,
     HOSTILE_NUMBERS,
     byte_mutations,
+    check_bom_is_ignored,
     edit_columns,
     parse_checked,
     parse_over_limit,
@@ -165,3 +166,14 @@ def test_folder_name_that_is_not_utf8(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "mm_basic.raw.csv", folder / RAW)
     assert parse(folder)[0] == parse(folder_of(tmp_path, page=(FIXTURES / "mm_basic.raw.csv")
                                                .read_bytes()))[0]
+
+
+def test_a_leading_bom_changes_no_metric(tmp_path: Path) -> None:
+    """Committed raw pages with their console output, each with a UTF-8 BOM before its text
+    (the console's reasons are warnings: the same ones must come out)."""
+    for stem in ("mm_basic", "mm_app"):
+        folder = tmp_path / stem / "ncu"
+        folder.mkdir(parents=True)
+        shutil.copy(FIXTURES / f"{stem}.raw.csv", folder / RAW)
+        shutil.copy(FIXTURES / f"{stem}.console", folder / CONSOLE)
+        check_bom_is_ignored("ncu", folder, tmp_path / stem)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from aorta_core import FileRefused, json_number, read_limited
+from aorta_core import FileRefused, json_number, read_limited, without_bom
 from aorta_proton.session import METADATA_FRAME
 
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)
@@ -115,7 +115,8 @@ def _frames(tree: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _load(path: Path, root: Path) -> Any:
     try:
-        return orjson.loads(read_limited(path, root))
+        with without_bom(read_limited(path, root)) as text:
+            return orjson.loads(text)
     except FileRefused as exc:  # a FIFO, a device, a link out of the folder, too large
         warnings.warn(f"{exc}; its metrics are omitted", stacklevel=3)
     except (OSError, orjson.JSONDecodeError) as exc:

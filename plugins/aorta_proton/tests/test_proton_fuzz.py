@@ -14,6 +14,7 @@ from aorta_proton import plugin
 from aorta_proton.options import ProtonOptions
 from fuzz_helpers import (
     FUZZ,
+    check_bom_is_ignored,
     check_hostile_files_skipped,
     damaged_files,
     hostile_fields,
@@ -82,3 +83,13 @@ def test_oversized_profile_is_refused_unread(tmp_path: Path, monkeypatch) -> Non
     sparse(folder / "big.hatchet", b'[{"frame": {"name": "ROOT"}, "children": [', gib=1)
     warned = parse_over_limit(parse, folder, expected, monkeypatch)
     assert any("big.hatchet is 1024.0 MiB, over the 4 MiB read limit" in w for w in warned)
+
+
+def test_a_leading_bom_changes_no_metric(tmp_path: Path) -> None:
+    """Committed .hatchet profiles and a .chrome_trace with a UTF-8 BOM before their text."""
+    folder = tmp_path / "proton"
+    folder.mkdir()
+    for name in ("tritonbench_softmax_h100.hatchet", "h200/cupti_vecadd.hatchet",
+                 "h200/trace_vecadd.chrome_trace"):
+        shutil.copy(FIXTURES / name, folder)
+    check_bom_is_ignored("proton", folder, tmp_path)

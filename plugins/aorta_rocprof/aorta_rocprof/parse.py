@@ -18,14 +18,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from aorta_core import FileRefused, json_number
-from aorta_rocprof.tables import (
-    Copies,
-    Totals,
-    read_api_time,
-    read_copies,
-    read_dispatches,
-    read_stats,
-)
+from aorta_rocprof.tables import Spans, Totals, read_dispatches, read_spans, read_stats
 
 STATS_GLOBS = ("*_kernel_stats.csv", "results.stats.csv")
 TRACE_GLOBS = ("*_kernel_trace.csv", "results.csv")
@@ -104,7 +97,21 @@ def kernel_metrics(totals: Totals) -> dict[str, Any]:
     return metrics
 
 
-def copy_metrics(parts: list[Copies]) -> dict[str, Any]:
+def usable_spans(parts: list[Spans], what: str) -> list[Spans]:
+    """``parts``, or none when not one row of them was usable: their metrics would read 0 ms and
+    0 copies, as if measured. Dropped rows are one warning."""
+    dropped = sum(p.dropped for p in parts)
+    if dropped:
+        warnings.warn(f"rocprof: dropped {dropped} {what} row(s) with a missing, unreadable or "
+                      "negative span", stacklevel=3)
+    if parts and not any(p.count for p in parts):
+        warnings.warn(f"rocprof: no usable row in the {what}; its metrics are omitted",
+                      stacklevel=3)
+        return []
+    return parts
+
+
+def copy_metrics(parts: list[Spans]) -> dict[str, Any]:
     if not parts:
         return {}
     metrics: dict[str, Any] = {
@@ -142,10 +149,13 @@ def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
     totals = kernel_totals(root)
     if totals is not None:
         metrics.update(kernel_metrics(totals))
-    metrics.update(copy_metrics(_read_each(root, (COPY_GLOB,), read_copies, "memory copy trace")))
-    api = _read_each(root, (RCCL_API_GLOB,), read_api_time, "RCCL API trace")
+    copy = "memory copy trace"
+    metrics.update(copy_metrics(usable_spans(_read_each(root, (COPY_GLOB,), read_spans, copy),
+                                             copy)))
+    api = usable_spans(_read_each(root, (RCCL_API_GLOB,), read_spans, "RCCL API trace"),
+                       "RCCL API trace")
     if api:
-        metrics["rocprof_rccl_api_ms"] = sum(api) / NS_PER_MS
+        metrics["rocprof_rccl_api_ms"] = sum(p.ns for p in api) / NS_PER_MS
     if not metrics:
         warnings.warn(
             f"rocprof: no usable rocprofv3 CSV in {root} (rocprofv3 writes nothing when no GPU "

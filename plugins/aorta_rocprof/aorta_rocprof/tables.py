@@ -50,7 +50,7 @@ def open_csv(path: Path, root: Path) -> tuple[dict[str, str], Path | bytes]:
     with open_limited(path, root) as fh:
         first = fh.readline(1 << 20)
         source = path if _utf8(path) else first + fh.read()
-    names = next(csv.reader(io.StringIO(first.decode("utf-8", "replace"))), [])
+    names = next(csv.reader(io.StringIO(first.decode("utf-8-sig", "replace"))), [])  # BOM
     return {n.strip().lower(): n for n in names if n.strip()}, source
 
 
@@ -182,16 +182,20 @@ def _per_kernel(lazy: pl.LazyFrame, kind: str | None, valid: pl.Expr) -> pl.Data
 
 
 @dataclass
-class Copies:
-    """Memory-copy spans: summed time, count, and bytes when the file has a size column."""
+class Spans:
+    """The spans of a memory-copy or API trace: summed time and count of the usable rows, the
+    rows dropped (no readable start and end, or end before start), and the bytes copied when
+    the file has a size column."""
 
     ns: float = 0.0
     count: int = 0
+    dropped: int = 0
     bytes: int | None = None
 
 
-def read_copies(path: Path, root: Path) -> Copies | None:
-    """``*_memory_copy_trace.csv``; 7.x writes no byte column, a size column is read if present
+def read_spans(path: Path, root: Path) -> Spans | None:
+    """``*_memory_copy_trace.csv`` or an API trace such as ``*_rccl_api_trace.csv``; ``None``
+    without start/end columns. 7.x writes no byte column; a size column is read if present
     (summed as 128-bit ints: a 64-bit sum would wrap)."""
     columns, source = open_csv(path, root)
     start = _pick(columns, "Start_Timestamp")
@@ -200,33 +204,18 @@ def read_copies(path: Path, root: Path) -> Copies | None:
         return None
     size = _pick(columns, "Bytes", "Size")
     keep = [pl.col(size).cast(pl.Int64, strict=False).alias("size")] if size else []
-    frame = (
-        _spans(source, start, end, keep)
-        .filter(pl.col("dur") >= 0)
-        .select(
-            pl.col("dur").sum().alias("ns"),
-            pl.len().alias("count"),
-            *([pl.col("size").cast(pl.Int128).sum().alias("bytes"),
-               pl.col("size").null_count().alias("nb")]
-              if size else []),
-        )
-        .collect()
-    )
-    row = frame.row(0, named=True)
-    copies = Copies(ns=float(row["ns"] or 0.0), count=int(row["count"]))
-    if size and row["nb"] == 0:
-        copies.bytes = int(row["bytes"] or 0)
-    return copies
-
-
-def read_api_time(path: Path, root: Path) -> float | None:
-    """Summed host-side span (ns) of an API trace such as ``*_rccl_api_trace.csv``."""
-    columns, source = open_csv(path, root)
-    start = _pick(columns, "Start_Timestamp")
-    end = _pick(columns, "End_Timestamp")
-    if start is None or end is None:
-        return None
-    frame = _spans(source, start, end, []).filter(pl.col("dur") >= 0).select(
-        pl.col("dur").sum()
+    usable = (pl.col("dur") >= 0).fill_null(False)
+    frame = _spans(source, start, end, keep).select(
+        pl.col("dur").filter(usable).sum().alias("ns"),
+        usable.sum().alias("count"),
+        pl.len().alias("rows"),
+        *([pl.col("size").filter(usable).cast(pl.Int128).sum().alias("bytes"),
+           pl.col("size").filter(usable).null_count().alias("nb")]
+          if size else []),
     ).collect()
-    return float(frame.item() or 0.0)
+    row = frame.row(0, named=True)
+    spans = Spans(ns=float(row["ns"] or 0.0), count=int(row["count"]),
+                  dropped=int(row["rows"]) - int(row["count"]))
+    if size and row["nb"] == 0:
+        spans.bytes = int(row["bytes"] or 0)
+    return spans

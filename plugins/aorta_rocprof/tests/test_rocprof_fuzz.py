@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from aorta_rocprof import plugin
 from fuzz_helpers import (
     FUZZ,
     HOSTILE_NUMBERS,
+    check_bom_is_ignored,
     check_hostile_files_skipped,
     damaged_files,
     edit_columns,
@@ -137,3 +141,45 @@ def test_folder_name_that_is_not_utf8(tmp_path: Path) -> None:
         shutil.copytree(FIXTURES / fixture, folder)
         expected, _ = parse(FIXTURES / fixture)
         assert expected and parse(folder)[0] == expected
+
+
+def test_a_leading_bom_changes_no_metric(tmp_path: Path) -> None:
+    """Each committed CSV (stats, kernel traces of three layouts, memory copies, RCCL API) with
+    a UTF-8 BOM before its header."""
+    for fixture in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        check_bom_is_ignored("rocprof", fixture, tmp_path)
+
+
+def _garbled(fixture: Path, tmp: Path, keep: int) -> Path:
+    """The copy and RCCL API traces of ``fixture`` with the start time of every row after the
+    first ``keep`` unreadable."""
+    folder = shutil.copytree(fixture, tmp / f"garbled_{keep}")
+    for path in folder.glob("*.csv"):
+        rows = _table(path)
+        start = rows[0].index("Start_Timestamp")
+        for r in rows[1 + keep:]:
+            r[start] = "garbled"
+        path.write_bytes(_csv(rows))
+    return folder
+
+
+def test_no_usable_copy_row_is_no_copy_metric(tmp_path: Path) -> None:
+    """A copy trace whose rows all lack a readable span gives no rocprof_memcpy_* (0 copies in
+    0 ms would read as measured) and the RCCL API trace no rocprof_rccl_api_ms, each with a
+    warning; one usable row is counted, the rest dropped with a warning."""
+    fixture = FIXTURES / "v3_copy_rccl"
+    for keep, expected in ((0, {}), (1, {"rocprof_memcpy_count": 1})):
+        done = subprocess.run([sys.executable, "-m", "aorta_core", "parse", "rocprof",
+                               str(_garbled(fixture, tmp_path, keep))],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        metrics = json.loads(done.stdout)
+        found = {k: v for k, v in metrics.items() if k.startswith("rocprof_memcpy_count")}
+        assert found == expected
+        assert ("rocprof_memcpy_ms" in metrics) == bool(keep)
+        assert ("rocprof_rccl_api_ms" in metrics) == bool(keep)
+        stderr = " ".join(done.stderr.split())
+        for trace in ("memory copy trace", "RCCL API trace"):
+            assert "row(s) with a missing, unreadable or negative span" in stderr
+            assert (f"no usable row in the {trace}; its metrics are omitted" in stderr) != bool(
+                keep)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from aorta_core import FileRefused, mapped_limited
+from aorta_core import FileRefused, mapped_limited, without_bom
 from aorta_core.intervals import merge
 from aorta_torchprof.hta_overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class
 from aorta_torchprof.trace import GPU_CATS, MAX_US, NO_CORRELATION, decode, plausible
@@ -63,8 +63,8 @@ def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
     too for CPU ops (no GPU lane) and for HTA's step filter (``drop_last``). The file is
     mapped, not copied: the trial that wrote it has ended."""
     try:
-        with mapped_limited(path, root) as data:
-            return _summarise(path, data, drop_last)
+        with mapped_limited(path, root) as data, without_bom(data) as text:
+            return _summarise(path, text, drop_last)
     except FileRefused as exc:
         return FileSummary(path, skipped=f"{exc}; its metrics are omitted")
     except (OSError, EOFError, zlib.error) as exc:  # zlib: a corrupt .gz body

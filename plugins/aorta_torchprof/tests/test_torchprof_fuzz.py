@@ -14,6 +14,7 @@ from aorta_torchprof import plugin
 from aorta_torchprof.options import TorchprofOptions
 from fuzz_helpers import (
     FUZZ,
+    check_bom_is_ignored,
     check_hostile_files_skipped,
     damaged_files,
     gz_bomb,
@@ -94,3 +95,9 @@ def test_gzip_bomb_stops_at_the_read_limit(tmp_path: Path, monkeypatch) -> None:
     warned = parse_over_limit(parse, folder, expected, monkeypatch)
     assert any("bomb.pt.trace.json.gz decompresses to more than the 4 MiB read limit" in w
                for w in warned)
+
+
+def test_a_leading_bom_changes_no_metric(tmp_path: Path) -> None:
+    """Each committed trace (plain JSON, and gzipped) with a UTF-8 BOM before its text."""
+    for fixture in ("cpu_single", "cpu_gloo_2rank", "cuda_h200/torchprof", "rocm_mi350"):
+        check_bom_is_ignored("torchprof", FIXTURES / fixture, tmp_path)
