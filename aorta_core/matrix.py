@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.files import write_atomic
+from aorta_core.matrix_summary import summaries, write_matrix_json
 from aorta_core.progress import warning_line
 from aorta_core.records import (
     CELL_FILE,
@@ -35,10 +36,8 @@ from aorta_core.records import (
     TrialRecord,
     load_record,
     read_json,
-    write_json_atomic,
 )
 
-STATS = ("mean", "median", "std", "min", "max", "n")
 WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
 #: Names the matrix uses itself (columns of its frames, the parquet's long form): a metric so
@@ -412,21 +411,6 @@ def _long(meta, metrics: _LongMetrics, axis_cols: list[str]):
                       ids.hstack(rows.select("metric", "value", "text"))])
 
 
-def _summaries(long) -> dict[str, dict[str, dict[str, Any]]]:
-    """:data:`STATS` of each numeric metric (wall time first) over each cell's passing trials."""
-    import polars as pl
-
-    value = pl.col("value")
-    stats = (long.filter((pl.col("verdict") == "pass") & value.is_not_null())
-             .group_by("cell", "metric", maintain_order=True)
-             .agg(value.mean(), value.median().alias("median"), value.std().alias("std"),
-                  value.min().alias("min"), value.max().alias("max"), value.count().alias("n")))
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for cell, metric, *numbers in stats.iter_rows():
-        out.setdefault(cell, {})[metric] = dict(zip(STATS, numbers, strict=True))
-    return out
-
-
 def _texts(meta, metrics: _LongMetrics) -> dict[str, dict[str, Any]]:
     """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     import polars as pl
@@ -454,8 +438,8 @@ def _environments(environments: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [distinct[k] for k in sorted(distinct)]
 
 
-def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, summaries, texts
-                  ) -> list[dict]:
+def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, walls, summaries,
+                  texts) -> list[dict]:
     counts: dict[str, dict[str, int]] = {}
     for cell, verdict, n in meta.group_by("cell", "verdict").len().iter_rows():
         c = counts.setdefault(cell, dict.fromkeys(("total", *VERDICTS), 0))
@@ -464,7 +448,6 @@ def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, summar
     entries = []
     for cell in cells:
         name = cell["cell"]
-        summary = dict(summaries.get(name, {}))
         entries.append({
             "cell": name,
             "dir": cell["dir"],
@@ -476,11 +459,16 @@ def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, summar
             "auto": cell.get("auto"),
             "agree": cell.get("agree"),
             "trials": counts.get(name, dict.fromkeys(("total", *VERDICTS), 0)),
-            WALL: summary.pop(WALL, None),
-            "metrics_summary": summary,
+            WALL: walls.get(name),
+            "metrics_summary": summaries.get(name, {}),
             "metrics_text": texts.get(name, {}),
         })
     return entries
+
+
+def _write_lines(tmp: Path, lines: Iterator[str]) -> None:
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.writelines(lines)
 
 
 def build(output: Path) -> MatrixResult:
@@ -490,7 +478,7 @@ def build(output: Path) -> MatrixResult:
 
 
 def _build(output: Path) -> MatrixResult:
-    from aorta_core.perfmd import render
+    from aorta_core.perfmd import render_lines
 
     cells: list[dict] = []
     bad: list[BadRecord] = []
@@ -506,8 +494,8 @@ def _build(output: Path) -> MatrixResult:
                         | {a for c in cells for a in (c.get("axes") or {})})
     meta = _trials_frame(trials, axis_names)
     long = _long(meta, metrics, [f"axis:{a}" for a in axis_names])
-    matrix_cells = _cell_entries(cells, trials.first, meta, _summaries(long),
-                                 _texts(meta, metrics))
+    matrix_cells = _cell_entries(cells, trials.first, meta,
+                                 *summaries(long, WALL, len(cells)), _texts(meta, metrics))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
         for k in totals:
@@ -523,7 +511,7 @@ def _build(output: Path) -> MatrixResult:
         "cells": matrix_cells,
     }
     paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]
-    write_json_atomic(paths[0], matrix)
+    write_atomic(paths[0], lambda tmp: write_matrix_json(tmp, matrix))
     write_atomic(paths[1], long.write_parquet)
-    write_atomic(paths[2], render(matrix).encode())
+    write_atomic(paths[2], lambda tmp: _write_lines(tmp, render_lines(matrix)))
     return MatrixResult(paths, matrix_cells, bad)

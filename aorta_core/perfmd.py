@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 #: What Markdown (and the HTML GitHub lets through it) would read as syntax in a table cell:
@@ -45,9 +46,27 @@ def md_code(text: Any) -> str:
 
 def render(matrix: dict[str, Any]) -> str:
     """Markdown table: axes, trial verdicts, wall time and every numeric metric (medians)."""
+    return "".join(render_lines(matrix))
+
+
+def _listed(summary: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(metric, statistics) of a cell by name: a dict's, or a listed summary's chunk by chunk
+    (:class:`aorta_core.matrix_summary.ListedSummary`)."""
+    if isinstance(summary, dict):
+        yield from sorted(summary.items())
+        return
+    for chunk in summary.chunks(by_name=True):
+        yield from chunk.items()
+
+
+def render_lines(matrix: dict[str, Any]) -> Iterator[str]:
+    """:func:`render`'s lines, each ending in a newline. Metrics are columns of the table, or,
+    when the matrix lists its summaries (many sparse names), one line per cell and metric
+    below it."""
     cells = matrix["cells"]
     axes = matrix["axes"]
-    metrics = sorted({m for c in cells for m in c["metrics_summary"]})
+    listed = any(not isinstance(c["metrics_summary"], dict) for c in cells)
+    metrics = [] if listed else sorted({m for c in cells for m in c["metrics_summary"]})
     header = ["cell", *axes, "pass/fail/error", "wall_time_s", *metrics]
     lines = [
         f"# aorta sweep: {md_text(matrix['output'])}",
@@ -70,8 +89,14 @@ def render(matrix: dict[str, Any]) -> str:
             *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
         ]
         lines.append("| " + " | ".join(md_text(v) for v in row) + " |")
+    yield from (line + "\n" for line in lines)
+    if listed:
+        yield "\n| cell | metric | median (± std) |\n| --- | --- | --- |\n"
+        for cell in cells:
+            name = md_text(cell["cell"])
+            for metric, stats in _listed(cell["metrics_summary"]):
+                yield f"| {name} | {md_text(metric)} | {md_text(_cell_value(stats))} |\n"
     errors = [c for c in cells if c.get("error")]
     if errors:
-        lines += ["", "Cells that could not run:", ""]
-        lines += [f"- {md_code(c['cell'])}: {md_text(c['error'])}" for c in errors]
-    return "\n".join(lines) + "\n"
+        yield "\nCells that could not run:\n\n"
+        yield from (f"- {md_code(c['cell'])}: {md_text(c['error'])}\n" for c in errors)
