@@ -191,7 +191,8 @@ def test_os_exit_in_a_hook_ends_only_that_hook(plugin_site, tmp_path: Path):
 
 
 def test_os_exit_from_a_thread_a_hook_started_names_the_hook(plugin_site, tmp_path: Path):
-    """That thread is not the hook's: the process ends as asked, but not in silence."""
+    """That thread is not the hook's: the process ends as asked, but not in silence, and the
+    next sweep of the same output is not refused."""
     plugin_site.add("exits", EXITS)
     done = run_aorta(["sweep=repeat", "trials=1", "collector=exits",
                       "collector.exits.fault=thread_exits", f"output={tmp_path / 'out'}", "--",
@@ -200,6 +201,9 @@ def test_os_exit_from_a_thread_a_hook_started_names_the_hook(plugin_site, tmp_pa
     assert done.returncode == 9
     assert done.stderr.splitlines()[-1].startswith(
         "aorta: error: os._exit(9) called while exits: parse_metrics ran"), done.stderr
+    rerun = run_aorta(["sweep=repeat", "trials=1", "collector=exits", f"output={tmp_path / 'out'}",
+                       "--", "true"], cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
+    assert rerun.returncode == 0, rerun.stderr  # the kernel dropped the lock with the process
 
 
 def test_os_exit_on_import_costs_only_that_plugin(plugin_site, tmp_path: Path):
