@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fcntl
 import os
 import signal
 import sys
@@ -42,11 +43,22 @@ def _print_json(obj, out: TextIO) -> None:
 def _own_stdout() -> TextIO:
     """A stream on the process's stdout for the command's output alone; from now on fd 1 (and so
     ``print``, a C library's write, a child's inherited stdout) leads to stderr."""
-    sys.stdout.flush()
-    out = os.fdopen(os.dup(1), "w", encoding=sys.stdout.encoding, errors=sys.stdout.errors,
-                    buffering=1 if sys.stdout.line_buffering else -1)
-    os.dup2(2, 1)
-    return out
+    stdout = sys.stdout  # None when started with fd 1 closed (`>&-`): the output is dropped
+    if stdout is not None:
+        stdout.flush()
+    source = 1 if stdout is not None else os.open(os.devnull, os.O_WRONLY)  # may be fd 1 itself
+    private = fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, 3)  # above fds 0-2, whichever are closed
+    if source != 1:
+        os.close(source)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # stderr closed (`2>&-`): what plugins print is dropped, never mixed in
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    return os.fdopen(private, "w", encoding=getattr(stdout, "encoding", None),
+                     errors=getattr(stdout, "errors", None),
+                     buffering=1 if getattr(stdout, "line_buffering", False) else -1)
 
 
 def load_registry_or_exit():
