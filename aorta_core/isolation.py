@@ -8,7 +8,8 @@ A hook that never returns is abandoned (its thread cannot be killed; it ends wit
 
 What a hook changes in the process itself is undone after every call, with one warning naming the
 collector, the hook and the change: the working directory (the next trial would run there) and
-``os.environ`` (other collectors and later trials would see it). ``os._exit`` called in a hook's
+``os.environ`` (other collectors and later trials would see it); a hook abandoned at its timeout
+can still change them afterwards. ``os._exit`` called in a hook's
 thread ends that hook as ``SystemExit`` does instead of the whole process; called from any other
 thread while a hook runs, it still ends the process, after a line naming the hook.
 """
@@ -169,6 +170,8 @@ def _guard_exit() -> None:
 
 
 def _exit(owner_pid: int, status: int) -> None:
+    """``os._exit`` once guarded: the hook's own thread gets ``SystemExit``; any other thread of
+    this process while a hook runs (one the hook started) ends it, after a line naming it."""
     if os.getpid() == owner_pid:
         if threading.get_ident() in _running:
             raise SystemExit(f"os._exit({status})")  # ends the hook, as sys.exit there does
