@@ -77,10 +77,14 @@ def print_agreement(path: Path, out: Console) -> None:
 
 
 def _distinct_autos(cells: list[dict]) -> list[dict]:
+    """The distinct ``auto`` choices of the cells (as cell.json gave them: one edited into
+    another shape is left out)."""
     seen: dict[str, dict] = {}
     for cell in cells:
-        if cell.get("auto"):
-            seen.setdefault(repr(sorted(cell["auto"].items())), cell["auto"])
+        auto = cell.get("auto")
+        if isinstance(auto, dict) and isinstance(auto.get("chosen"), dict):
+            seen.setdefault(repr(sorted(auto["chosen"].items())) + repr(auto.get("machine")),
+                            auto)
     return list(seen.values())
 
 
@@ -110,7 +114,8 @@ def print_summary(result: MatrixResult) -> None:
         out.print("[dim]cell names shortened to what tells them apart (… marks the cut); "
                   "the full names are in matrix.json[/]")
     for auto in _distinct_autos(result.cells):
-        out.print(f"[dim]auto ({escape(auto['machine'])}):[/] {escape(auto_text(auto['chosen']))}")
+        out.print(f"[dim]auto ({escape(str(auto.get('machine')))}):[/] "
+                  f"{escape(auto_text(auto['chosen']))}")
     for bad in result.bad:
         warning_line(f"bad record {bad}; left out: run the sweep again to redo that trial")
     bad = [c["cell"] for c in result.cells if not c.get("skipped") and (
