@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import records, run_aorta
+from needs import needs
 
 from aorta_core.process import TERMINATE_GRACE_S
 from aorta_core.reaper import TOKEN_ENV
@@ -86,15 +87,15 @@ def _carrying(token: str) -> list[int]:
 
 @contextlib.contextmanager
 def _ends_pids_in(path: Path):
-    """End the processes whose pids the test's payloads or plugins wrote to ``path`` (the first
-    word of each line)."""
+    """End the processes whose pids the test's payloads or plugins wrote to ``path``: a file, or
+    a folder of files (the first word of each line)."""
     try:
         yield path
     finally:
-        if path.exists():
-            for pid in (int(line.split()[0]) for line in path.read_text().splitlines()):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+        files = sorted(path.iterdir()) if path.is_dir() else [path] if path.exists() else []
+        for line in (line for f in files for line in f.read_text().splitlines()):
+            with contextlib.suppress(OSError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
 def _wait_for(path: Path, seconds: float = 60) -> None:
@@ -105,7 +106,7 @@ def _wait_for(path: Path, seconds: float = 60) -> None:
 
 
 def _sweep(out: Path, *payload: str, trials: int = 1, extra: tuple[str, ...] = ()) -> list[str]:
-    return [sys.executable, "-m", "aorta_core", "sweep=repeat", f"trials={trials}", *extra,
+    return [sys.executable, "-m", "aorta_core", *extra, "sweep=repeat", f"trials={trials}",
             f"output={out}", "--", *payload]
 
 
@@ -149,15 +150,17 @@ def test_kill_9_of_aorta_ends_the_trial_though_a_hook_daemon_holds_the_watchdog_
 
 # -- a payload child that leaves the trial's process group -----------------------------------------
 
-#: Starts a child in a new session that writes its pid to argv[1], then a line to the trial's
-#: stdout every 50 ms for 8 s (argv[2] == "log") or touches argv[3] after 3 s ("late"); the
-#: leader returns once the child has started (or sleeps, "sleep").
+#: Starts a child in a new session that writes "<pid> <token>" to ``<argv[1]>/<cell>.<trial>``,
+#: then a line to the trial's stdout every 50 ms for 8 s (argv[2] == "log") or touches argv[3]
+#: after 3 s ("late"); the leader returns once the child has started (or sleeps, "late").
 ESCAPER = textwrap.dedent('''
     import os, subprocess, sys, time
-    pids, mode = sys.argv[1], sys.argv[2]
+    folder, mode = sys.argv[1], sys.argv[2]
+    stamp = os.path.join(folder, os.environ["AORTA_CELL"] + "." + os.environ["AORTA_TRIAL"])
     child = """
     import os, sys, time
-    open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {os.environ['AORTA_TRIAL_TOKEN']}")
+    token = os.environ.get("AORTA_TRIAL_TOKEN", "-")
+    open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {token}")
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     if sys.argv[2] == "log":
         for i in range(160):
@@ -167,8 +170,8 @@ ESCAPER = textwrap.dedent('''
         time.sleep(3)
         open(sys.argv[3], "w").close()
     """
-    subprocess.Popen([sys.executable, "-c", child, *sys.argv[1:]], start_new_session=True)
-    while not os.path.exists(pids):
+    subprocess.Popen([sys.executable, "-c", child, stamp, *sys.argv[2:]], start_new_session=True)
+    while not os.path.exists(stamp):
         time.sleep(0.01)
     print("leader done", flush=True)
     if mode != "log":
@@ -176,34 +179,45 @@ ESCAPER = textwrap.dedent('''
 ''')
 
 
-def test_a_child_that_leaves_the_group_ends_with_its_trial(tmp_path: Path):
-    out = tmp_path / "out"
-    with _ends_pids_in(tmp_path / "escaper") as escaper:
-        done = subprocess.run(_sweep(out, sys.executable, "-c", ESCAPER, str(escaper), "log"),
+@pytest.mark.parametrize("launcher", [
+    pytest.param((), id="in-process"),
+    pytest.param(("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "+cell=a,b"),
+                 id="two-joblib-workers", marks=needs("hydra_plugins.hydra_joblib_launcher")),
+])
+def test_a_child_that_leaves_the_group_ends_with_its_trial(tmp_path: Path, launcher):
+    out, escapers = tmp_path / "out", tmp_path / "escapers"
+    escapers.mkdir()
+    with _ends_pids_in(escapers):
+        done = subprocess.run(_sweep(out, sys.executable, "-c", ESCAPER, str(escapers), "log",
+                                     trials=2, extra=launcher),
                               cwd=tmp_path, env={**os.environ, "AORTA_REPORT_PNG": "0"},
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        pid, token = escaper.read_text().split()
-        log = out / "cells" / "default" / "trial_000" / "stdout.log"
-        size = log.stat().st_size
+        logs = sorted(out.glob("cells/*/trial_*/stdout.log"))
+        assert len(logs) == len(list(escapers.iterdir())) == 2 * (1 + bool(launcher))
+        sizes = [log.stat().st_size for log in logs]
         time.sleep(1.5)
-        assert log.stat().st_size == size, "an escaped child still writes into the trial's log"
-        assert not _alive(int(pid)) and _carrying(token) == []
+        assert [log.stat().st_size for log in logs] == sizes, "an escaped child still writes"
+        for stamp in escapers.iterdir():
+            pid, token = stamp.read_text().split()
+            assert not _alive(int(pid)) and _carrying(token) == []
 
 
 def test_kill_9_of_aorta_ends_a_child_that_left_the_group(tmp_path: Path):
-    out, late = tmp_path / "out", tmp_path / "late"
-    with _ends_pids_in(tmp_path / "escaper") as escaper:
+    out, late, escapers = tmp_path / "out", tmp_path / "late", tmp_path / "escapers"
+    escapers.mkdir()
+    with _ends_pids_in(escapers):
         proc = subprocess.Popen(
-            _sweep(out, sys.executable, "-c", ESCAPER, str(escaper), "late", str(late)),
+            _sweep(out, sys.executable, "-c", ESCAPER, str(escapers), "late", str(late)),
             cwd=tmp_path, env={**os.environ, "AORTA_REPORT_PNG": "0"},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _wait_for(escaper)
+        stamp = escapers / "default.0"
+        _wait_for(stamp)
         proc.kill()
         proc.wait()
         time.sleep(4)
         assert not late.exists(), "the child that left the group outlived aorta"
-        assert _carrying(escaper.read_text().split()[1]) == []
+        assert _carrying(stamp.read_text().split()[1]) == []
 
 
 # -- the wall time of a timed-out trial ------------------------------------------------------------
