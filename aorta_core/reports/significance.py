@@ -72,9 +72,17 @@ def welch_pure(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Two-sided p-value of equal means; ``None`` when a side has fewer than 2 values."""
+    """Two-sided p-value of equal means; ``None`` when a side has fewer than 2 values, or
+    values so large (near 1.8e308: an edited or damaged record) that their variance overflows."""
     if len(a) < 2 or len(b) < 2:
         return None
+    try:
+        return _welch(a, b)
+    except OverflowError:
+        return None
+
+
+def _welch(a: Sequence[float], b: Sequence[float]) -> float:
     try:
         from scipy.stats import ttest_ind
     except ImportError:

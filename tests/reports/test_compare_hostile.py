@@ -133,3 +133,23 @@ def test_mutated_matrix_json_never_tracebacks(sweeps, hostile_pair, tmp_path, da
         assert line.startswith(f"aorta: error: {cand / 'matrix.json'} is not a matrix.json")
     elif "--json" in extra:
         assert json.loads(out)["candidate"] == str(cand)
+
+
+def test_values_near_the_float_limit(sweeps, tmp_path, monkeypatch):
+    """Records edited to hold metrics near 1.8e308 (and a 70-bit int): the matrix takes them,
+    and compare shows the ratios with no p-value (the variance overflows) instead of an
+    OverflowError traceback."""
+    monkeypatch.setenv("AORTA_REPORT_PNG", "0")
+    huge = _copy(sweeps["fast"], tmp_path / "huge")
+    paths = sorted(huge.glob("cells/*/trial_*/record.json"))
+    for value, path in zip((1.7e308, -1.7e308, 1.6e308), paths, strict=True):
+        record = json.loads(path.read_text())
+        record["metrics"]["workload_step_ms"] = value
+        record["metrics"]["workload_big"] = 2**70
+        path.write_text(json.dumps(record))
+    assert main_in_process("matrix", str(huge))[0] == 0
+    for args in ([str(sweeps["fast"]), str(huge)], [str(huge), str(sweeps["fast"])]):
+        status, out, err = main_in_process("compare", *args, "--json")
+        assert status == 0, err
+        row = next(r for r in json.loads(out)["rows"] if r["metric"] == "workload_step_ms")
+        assert row["p_value"] is None and row["n_baseline"] == row["n_candidate"] == 3
