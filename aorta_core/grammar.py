@@ -7,11 +7,13 @@ as a sweep of two values, ``(`` or ``'`` as a grammar error, ``${HOME}`` as an i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 
-from hydra.core.override_parser.types import Override
+from hydra.core.override_parser.types import ChoiceSweep, Glob, Override, RangeSweep, Sweep
 
 from aorta_core.argv import escape_for_omegaconf
 
@@ -46,14 +48,71 @@ class Axis:
     added: bool
 
 
+#: The most jobs one sweep may have: Hydra's basic sweeper lists every job before the first runs,
+#: so ``range(0,1e12)`` would fill memory (and ``range(0,inf)`` never end) before anything ran.
+MAX_JOBS = 100_000
+
+
+class SweepError(ValueError):
+    """A sweep Hydra's basic sweeper cannot enumerate; the message is one line with the fix."""
+
+
+def _range_size(override: Override, sweep: RangeSweep) -> int:
+    """How many values ``range()`` gives, counted as Hydra steps it (in ``Decimal`` when a bound
+    is a float), without making them."""
+    bounds = (sweep.start, sweep.stop, sweep.step)
+    if not all(isinstance(b, int) or (isinstance(b, float) and math.isfinite(b)) for b in bounds) \
+            or not sweep.step:
+        raise SweepError(f"{override.input_line}: range(start, stop, step) needs finite bounds "
+                         "and a step other than 0")
+    start, stop, step = map(Decimal, bounds)
+    if (stop - start) * step <= 0:
+        return 0
+    return math.ceil((stop - start) / step)
+
+
+def _size(override: Override) -> int:
+    """How many values the sweep ``override`` gives (a glob's are its group's options)."""
+    value = override.value()
+    if isinstance(value, RangeSweep):
+        return _range_size(override, value)
+    items = value.list if isinstance(value, ChoiceSweep) else None
+    if items is not None and any(isinstance(i, Sweep | Glob) for i in items):
+        raise SweepError(f"{override.input_line}: a sweep (range, interval, glob, choice) cannot "
+                         "be one of a list's values; give the values as a,b,c or one range()")
+    return len(items) if items is not None else len(list(override.sweep_string_iterator()))
+
+
+def _checked_sizes(last: Iterable[Override]) -> None:
+    """Refuse an axis with no value (``range(0)``, a glob matching nothing) and more jobs than
+    :data:`MAX_JOBS`, before any value is made."""
+    jobs = 1
+    for override in last:
+        if not override.is_sweep_override():
+            continue
+        size = _size(override)
+        if size == 0:
+            raise SweepError(f"{override.input_line} sweeps no value (an empty range or a glob "
+                             "that matches nothing); give at least one")
+        jobs *= size
+        if jobs > MAX_JOBS:
+            raise SweepError(f"the sweep has more than {MAX_JOBS} jobs ({override.input_line} "
+                             "and the axes before it); sweep fewer values, or split it into "
+                             "several sweeps")
+
+
 def sweep_axes(overrides: Iterable[Override]) -> list[Axis]:
     """What Hydra's basic sweeper makes of ``overrides``, one entry per key (a later one replaces
     an earlier one: the command line replaces a recipe's ``hydra.sweeper.params``); each job
-    takes one value of every entry."""
-    axes: dict[str, Axis] = {}
+    takes one value of every entry. :class:`SweepError` when the sweeper could not list them."""
+    last: dict[str, Override] = {}
     for override in overrides:
         key = override.get_key_element()  # with its + prefix, as the sweeper keys them
-        axes.pop(key, None)
+        last.pop(key, None)
+        last[key] = override
+    _checked_sizes(last.values())
+    axes: dict[str, Axis] = {}
+    for key, override in last.items():
         swept = override.is_sweep_override()
         values = (override.sweep_string_iterator() if swept
                   else [override.get_value_element_as_str()])

@@ -26,7 +26,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-from aorta_core.grammar import Axis, quote, sweep_axes
+from aorta_core.grammar import Axis, SweepError, quote, sweep_axes
 from aorta_core.keys import not_a_setting, suggestion
 from aorta_core.plugins import unusable_selection
 from aorta_core.settings import CoreSettings, SettingsError, core_settings
@@ -44,7 +44,16 @@ OUTPUT_KEYS = ("output=", "+output=", "++output=")
 
 
 class UsageError(ValueError):
-    """The command line cannot make a sweep; the message is the one line to show."""
+    """The command line cannot make a sweep; the message is the one line to show: a line break or
+    other control character quoted from the command line is shown escaped (``\\n``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], message))
+
+
+#: What would end or garble a terminal line: control characters, line and paragraph separators,
+#: lone surrogates (bytes of the command line that are not UTF-8).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def _override_places(args: list[str]) -> list[int]:
@@ -248,19 +257,30 @@ class Composer:
         try:
             overrides = OverridesParser.create(config_loader=loader).parse_overrides(
                 params + [o.input_line for o in self.parsed])
-        except HydraException as exc:
+        except (HydraException, OmegaConfBaseException) as exc:
             raise UsageError(hydra_line(exc)) from None
         for override in overrides:
             if override.is_sweep_override() and not override.is_discrete_sweep():
                 raise UsageError(f"{override.input_line}: the basic sweeper sweeps lists, "
                                  "choice(), range() and glob(); give the values as a,b,c")
-        axes = sweep_axes(overrides)
+        try:
+            axes = sweep_axes(overrides)
+        except SweepError as exc:
+            raise UsageError(str(exc)) from None
         first = [a.values[0] for a in axes]
         self.compose([*first, *self.extra])
         for i, axis in enumerate(axes):
             for value in () if axis.added else axis.values[1:]:
                 self.compose([*first[:i], value, *first[i + 1:], *self.extra])
         return [a for a in axes if a.swept]
+
+
+def _named_keys(parsed: list[Override]) -> None:
+    """``=1`` or ``+=x``: Hydra reads a config group named "" (an assertion error deep inside)."""
+    for override in parsed:
+        if not override.key_or_group:
+            raise UsageError(f"{override.input_line!r} names no key; give key=value, e.g. "
+                             "trials=1")
 
 
 def _default_recipe_with_command(args: list[str], command: list[str] | None) -> None:
@@ -290,8 +310,9 @@ def check(args: list[str], command: list[str] | None) -> Plan:
         rest = without_output(args)
         parsed = OverridesParser.create().parse_overrides(
             [rest[i] for i in _override_places(rest)])
-    except HydraException as exc:
+    except (HydraException, OmegaConfBaseException) as exc:
         raise UsageError(hydra_line(exc)) from None
+    _named_keys(parsed)
     dirs = _search_dirs(args)
     with initialize_config_module("aorta_core.conf", version_base="1.3"):
         composer = Composer(parsed, [f"hydra.searchpath=[{','.join(dirs)}]"] if dirs else [])

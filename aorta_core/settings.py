@@ -122,11 +122,18 @@ def _texts(s: CoreSettings) -> None:
         raise SettingsError(problem)
 
 
+#: The most trials of one cell: each trial is a folder and a record, and a cell lists its trials
+#: before it runs them (``trials=10**30`` would never start).
+MAX_TRIALS = 100_000
+
+
 def _ranges(s: CoreSettings) -> None:
     _positive(s)
     _texts(s)
     if s.trials < 1:
         raise SettingsError(f"trials={s.trials} must be 1 or more")
+    if s.trials > MAX_TRIALS:
+        raise SettingsError(f"trials={s.trials} is more than {MAX_TRIALS}, the most one cell runs")
     if s.devices_per_cell < 1:
         raise SettingsError(f"devices_per_cell={s.devices_per_cell} must be 1 or more")
     if s.devices is not None and len(s.devices) < s.devices_per_cell:

@@ -1,0 +1,143 @@
+"""Issue 23, fuzzed collector options: any value of any option of every installed collector
+(wrong types, lists, mappings, null, huge or negative ints, nan/inf, empty text, NUL, unknown
+keys) is refused before anything runs, in one line naming the collector and the option, or
+honoured: ``wrap_argv`` then returns a launch a process can start from, or a setup error.
+
+The property takes the path a cell takes (the options typed by the collector's schema as Hydra
+composes them, then :func:`aorta_core.cells.checked_collectors`, which runs the collector's
+``check_options``), in-process; one sweep through the CLI shows the refused cells' lines and the
+matrix. No GPU is used; a collector's ``wrap_argv`` that needs its profiler answers with a setup
+error where it is missing and with a launch where it is found, so the property holds on either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_aorta
+from needs import need
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from aorta_core import Launch, SetupError
+from aorta_core.cells import ConfigError, checked_collectors
+from aorta_core.contracts import launch_problem
+from aorta_core.plugins import load_registry
+
+hypothesis = need("hypothesis")
+st = hypothesis.strategies
+
+REGISTRY = load_registry()
+SHIPPED = [n for n in ("ncu", "proton", "rocprof", "torchprof") if n in REGISTRY.collectors]
+FUZZ = hypothesis.settings(
+    max_examples=int(os.environ.get("AORTA_FUZZ_EXAMPLES", 150)), deadline=None,
+    derandomize=True, database=None,
+    suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+
+
+def _vocabulary(name: str) -> list[str]:
+    """The words a collector's options module accepts (its tuples and mappings of names), so
+    that the fuzz reaches the checks behind a valid first word."""
+    module = __import__(type(REGISTRY.collectors[name].info.options()).__module__,
+                        fromlist=["_"])
+    words = set()
+    for value in vars(module).values():
+        if isinstance(value, tuple | dict):
+            words.update(w for w in value if isinstance(w, str))
+    return sorted(words)
+
+
+_TEXT = st.one_of(
+    st.text(max_size=8), st.sampled_from(["", "\x00", "a\x00b", "x" * 5000, "\ud800", "(", "[",
+                                          ".txt", "a.yaml", "pcsampling:interval=9" + "9" * 30,
+                                          "periodic_flushing:format=x", "pcsampling:interval=0",
+                                          "pcsampling:interval=\u0661", "a:b=c:d", "-1"]))
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.sampled_from([2**64, -(2**63) - 1,
+                                                                             10**30]),
+                    st.floats(), _TEXT)
+_ANY = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=4), inner, max_size=2), max_leaves=6)
+
+
+def _like(default: object, words: list[str]):
+    """Values of the option's own type (most get past the schema, reaching the checks), mixed
+    with values of any type."""
+    word = st.sampled_from(words) | _TEXT
+    typed = {bool: st.booleans(), int: _INT, str: word, list: st.lists(word, max_size=3)}
+    return st.one_of(typed.get(type(default), word | _INT), _ANY)
+
+
+_INT = st.integers() | st.sampled_from([0, -1, 2**31, 2**63, 10**30])
+
+
+@st.composite
+def option_values(draw) -> tuple[str, dict]:
+    """A collector and values for a few of its options (or a key it does not have)."""
+    name = draw(st.sampled_from(SHIPPED))
+    defaults = dataclasses.asdict(REGISTRY.collectors[name].info.options())
+    words = _vocabulary(name)
+    keys = draw(st.lists(st.sampled_from([*defaults, "typo"]), min_size=1, max_size=3,
+                         unique=True))
+    return name, {k: draw(_like(defaults.get(k), words)) for k in keys}
+
+
+def _one_line_naming(text: str, name: str) -> None:
+    assert len(text.splitlines()) == 1 and f"collector.{name}" in text, text
+
+
+@pytest.mark.skipif(not SHIPPED, reason="no shipped collector is installed")
+@FUZZ
+@hypothesis.given(chosen=option_values())
+def test_any_option_value_is_refused_in_one_line_or_honoured(tmp_path: Path, chosen) -> None:
+    name, values = chosen
+    try:  # what Hydra's compose does with the schema: wrong types, null, nan for an int, typo
+        node = OmegaConf.merge(OmegaConf.structured(REGISTRY.collectors[name].info.options),
+                               values)
+    except OmegaConfBaseException:
+        hypothesis.event(f"{name}: refused at compose")
+        return  # refused at compose, in one line (tests/test_override_fuzz.py)
+    try:
+        options = checked_collectors(OmegaConf.create({"collector": {name: node}}), REGISTRY, 60)
+    except ConfigError as exc:
+        _one_line_naming(str(exc), name)
+        hypothesis.event(f"{name}: refused by check_options")
+        return
+    script = tmp_path / "train.py"
+    script.write_text("pass\n")
+    launch = Launch(("python3", str(script)), dict(os.environ), tmp_path)
+    folder = tmp_path / name
+    folder.mkdir(exist_ok=True)
+    try:
+        wrapped = REGISTRY.call(name, "wrap_argv", launch=launch, options=options[name],
+                                artifact_dir=folder)
+    except SetupError as exc:
+        assert len(str(exc).splitlines()) == 1, str(exc)
+        hypothesis.event(f"{name}: setup error")
+        return
+    hypothesis.event(f"{name}: launch")
+    assert isinstance(wrapped, Launch) and launch_problem(wrapped) is None, (values, wrapped)
+
+
+def test_hostile_options_cost_their_cells_only(tmp_path: Path) -> None:
+    """Through the CLI: values the collector refuses are their cells' one-line errors (exit
+    status 1), a value it accepts runs; the matrix is written."""
+    if "torchprof" not in SHIPPED:
+        pytest.skip("needs aorta-torchprof: pip install -e plugins/aorta_torchprof")
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "collector=torchprof",
+                      "collector.torchprof.wait=1,-1,99999999999999999999",
+                      "collector.torchprof.mode=env,'a\\x00b'", f"output={out}", "--", "true"],
+                     cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("aorta: error:")]
+    assert "Traceback" not in done.stderr and len(errors) == 5, done.stderr
+    assert all("collector.torchprof" in line for line in errors), errors
+    cells = json.loads((out / "matrix.json").read_text())["cells"]
+    passed = [c["axes"] for c in cells if c["trials"]["pass"]]
+    assert passed == [{"collector.torchprof.mode": "env", "collector.torchprof.wait": "1"}]
+    assert math.isclose(len(cells), 6)
