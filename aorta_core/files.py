@@ -57,8 +57,8 @@ def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
         os.replace(tmp, path)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is None:
-            exc.filename = str(path)  # a full disk fails in write(), which names no file
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):
+            exc.filename = str(path)  # write() names no file, and the temporary is ours
         raise
 
 

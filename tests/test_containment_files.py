@@ -324,3 +324,21 @@ def test_a_binary_stderr_never_becomes_the_failure_reason(tmp_path: Path, stderr
     assert matrix["trials"]["fail"] == 1
     assert all(ch.isprintable() for ch in record["error"])
 
+
+
+def test_a_trial_folder_the_payload_made_read_only_is_its_cells_error_not_a_full_disk(
+        read_only_setup):
+    prefix, base, env = read_only_setup
+    args = ["sweep=repeat", "trials=1", "collector=good", "output=out", "--", "sh", "-c",
+            'chmod 555 "$AORTA_TRIAL_DIR"']
+    done = _sweep_as(prefix, args, base, env)
+    assert done.returncode == 1
+    [error] = [ln for ln in done.stderr.splitlines() if ln.startswith("aorta: error")]
+    assert error.startswith("aorta: error: cell collector=good: cannot write or remove /")
+    assert "/trial_000/record.json (Permission denied)" in error and "free space" not in error
+    assert (base / "out" / "matrix.json").is_file()
+    for trial in (base / "out").glob("cells/*/trial_*"):
+        trial.chmod(0o755)
+    rerun = _sweep_as(prefix, ["sweep=repeat", "trials=1", "collector=good", "output=out", "--",
+                               "true"], base, env)
+    assert rerun.returncode == 0, rerun.stderr
