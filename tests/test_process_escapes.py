@@ -22,6 +22,7 @@ import pytest
 from cli_helpers import records, run_aorta
 from needs import needs
 
+from aorta_core.lock import SweepLock, SweepLockedError
 from aorta_core.process import TERMINATE_GRACE_S
 from aorta_core.reaper import TOKEN_ENV
 
@@ -146,6 +147,24 @@ def test_kill_9_of_aorta_ends_the_trial_though_a_hook_daemon_holds_the_watchdog_
         proc.wait()
         time.sleep(4)
         assert not late.exists(), "the payload outlived aorta: its watchdog never saw it die"
+
+
+def test_a_second_lock_in_one_process_is_refused_and_the_first_is_kept(tmp_path: Path):
+    """Record locks never conflict within one process, and closing any descriptor of the file
+    drops them: a second lock here must be refused without losing the first."""
+    out = tmp_path / "out"
+    out.mkdir()
+    first = SweepLock(out)
+    first.acquire()
+    try:
+        with pytest.raises(SweepLockedError, match=rf"another sweep \(pid {os.getpid()} on "):
+            SweepLock(out).acquire()
+        args = ["sweep=repeat", "trials=1", f"output={out}", "--", "true"]
+        held = run_aorta(args, cwd=tmp_path)
+        assert held.returncode == 2 and f"another sweep (pid {os.getpid()} on " in held.stderr
+    finally:
+        first.release()
+    assert run_aorta(args, cwd=tmp_path).returncode == 0
 
 
 # -- a payload child that leaves the trial's process group -----------------------------------------
