@@ -146,7 +146,7 @@ def test_lock_stops_a_second_sweep_and_a_dead_holder_is_taken_over(tmp_path: Pat
     lock = out / ".aorta.lock"
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, json, os, socket, sys, time; "
-        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); "
+        f"fd = os.open({str(lock)!r}, os.O_RDWR | os.O_CREAT); fcntl.lockf(fd, fcntl.LOCK_EX); "
         "os.write(fd, json.dumps({'pid': os.getpid(), 'host': socket.gethostname()}).encode()); "
         "print('locked', flush=True); time.sleep(60)")], stdout=subprocess.PIPE, text=True)
     try:
