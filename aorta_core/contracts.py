@@ -66,8 +66,19 @@ def launch_problem(value: Launch) -> str | None:
 
     A collector's ``wrap_argv`` result is checked here before anything runs, so a malformed
     launch (an argument that is not text, a NUL byte, ``=`` in a variable name) becomes that
-    trial's setup error instead of a traceback from ``subprocess`` that ends the sweep.
+    trial's setup error instead of a traceback from ``subprocess`` that ends the sweep. Items
+    are ``str`` only: ``bytes`` and ``os.PathLike`` items, which ``subprocess`` would take, are
+    refused too, because the record shows the argv as text. A plugin's object that fails while it
+    is read (a mapping whose ``items()`` raises, a path whose ``__fspath__`` does) is a problem
+    too, never an exception.
     """
+    try:
+        return _first_problem(value)
+    except Exception as exc:  # the plugin's own objects run code when read (even str(exc) may)
+        return f"cannot be read ({type(exc).__name__} raised while reading it)"
+
+
+def _first_problem(value: Launch) -> str | None:
     if not isinstance(value.argv, tuple | list):
         return f"argv is {type(value.argv).__name__} (must be a tuple of str)"
     if not value.argv:

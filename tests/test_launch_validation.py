@@ -18,9 +18,22 @@ from test_plugins import ONLY_TEST_PLUGINS
 
 BAD = '''
 import dataclasses
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from aorta_core import CollectorInfo, Launch, hookimpl
+
+class Unreadable(os.PathLike, Mapping):
+    """A path and a mapping that raise when read."""
+    def __fspath__(self):
+        raise RuntimeError("no path")
+    def __getitem__(self, key):
+        raise KeyError(key)
+    def __iter__(self):
+        raise RuntimeError("no items")
+    def __len__(self):
+        return 1
 
 @dataclass
 class Options:
@@ -42,6 +55,9 @@ def wrap_argv(launch, options, artifact_dir):
         "argv_surrogate": {"argv": ("env", "\\ud800", *launch.argv)},
         "argv_empty": {"argv": ()},
         "argv_str": {"argv": "true"},
+        "argv_bytes": {"argv": ("env", b"A=1", *launch.argv)},
+        "argv_path": {"argv": (Path("/usr/bin/env"), *launch.argv)},
+        "argv_huge": {"argv": ("env", *["A=" + "x" * 64] * 200_000, *launch.argv)},
         "env_nul_value": {"env": {**env, "X": "a\\0b"}},
         "env_nul_name": {"env": {**env, "X\\0Y": "1"}},
         "env_eq_name": {"env": {**env, "A=B": "1"}},
@@ -52,6 +68,9 @@ def wrap_argv(launch, options, artifact_dir):
         "env_list": {"env": ["X=1"]},
         "cwd_none": {"cwd": None},
         "cwd_nul": {"cwd": Path("/tmp/a\\0b")},
+        "cwd_bytes": {"cwd": b"/tmp"},
+        "cwd_unreadable": {"cwd": Unreadable()},
+        "env_unreadable": {"env": Unreadable()},
     }
     if options.shape == "not_launch":
         return tuple(launch.argv)
@@ -66,6 +85,8 @@ EXPECTED = {
     "argv_surrogate": "argv[1] cannot be encoded for the operating system ('\\ud800')",
     "argv_empty": "argv is empty (must name a program)",
     "argv_str": "argv is str (must be a tuple of str)",
+    "argv_bytes": "argv[1] is bytes b'A=1' (must be str)",
+    "argv_path": "argv[0] is PosixPath PosixPath('/usr/bin/env') (must be str)",
     "env_nul_value": "env['X'] contains a NUL byte",
     "env_nul_name": "the name of env['X\\x00Y'] contains a NUL byte",
     "env_eq_name": "the name of env['A=B'] is empty or contains '='",
@@ -76,7 +97,12 @@ EXPECTED = {
     "env_list": "env is list (must be a mapping of str to str)",
     "cwd_none": "cwd is NoneType (must be a path)",
     "cwd_nul": "cwd contains a NUL byte",
+    "cwd_bytes": "cwd is bytes (must be a path)",
+    "cwd_unreadable": "cannot be read (RuntimeError raised while reading it)",
+    "env_unreadable": "cannot be read (RuntimeError raised while reading it)",
 }
+#: Shape -> the trial's error: a launch every item of which is valid, that the OS cannot start.
+UNSTARTABLE = {"argv_huge": "cannot start 'env': Argument list too long"}
 TRIALS = 2
 
 
@@ -86,7 +112,7 @@ def sweep(tmp_path_factory) -> tuple[object, Path]:
     site = PluginSite(root / "site")
     site.add("bad", BAD)
     out = root / "out"
-    shapes = ",".join(["ok", "not_launch", *EXPECTED])
+    shapes = ",".join(["ok", "not_launch", *EXPECTED, *UNSTARTABLE])
     done = run_aorta(["-m", "sweep=repeat", f"trials={TRIALS}", "collector=bad",
                       f"collector.bad.shape={shapes}", f"output={out}", "--", "true"],
                      cwd=root, env={**site.env, **ONLY_TEST_PLUGINS}, timeout=300)
@@ -107,7 +133,8 @@ def test_the_sweep_goes_on_and_writes_the_matrix(sweep) -> None:
     matrix = json.loads((out / "matrix.json").read_text())
     cells = {c["axes"]["collector.bad.shape"]: c["trials"] for c in matrix["cells"]}
     assert cells["ok"]["pass"] == TRIALS
-    assert all(cells[shape]["error"] == TRIALS for shape in ["not_launch", *EXPECTED])
+    assert all(cells[shape]["error"] == TRIALS
+               for shape in ["not_launch", *EXPECTED, *UNSTARTABLE])
     assert [r["verdict"] for r in _by_shape(out)["ok"]] == ["pass"] * TRIALS
 
 
@@ -121,3 +148,9 @@ def test_a_malformed_launch_is_that_trials_setup_error(sweep, shape: str) -> Non
     for rec in trials:
         assert (rec["verdict"], rec["error"], rec["exit_code"]) == ("error", expected, None)
         assert rec["argv_run"] == rec["argv"] == ["true"]  # nothing of the bad launch ran
+
+
+def test_a_launch_the_system_cannot_start_is_that_trials_error(sweep) -> None:
+    _, out = sweep
+    for shape, error in UNSTARTABLE.items():
+        assert [(r["verdict"], r["error"]) for r in _by_shape(out)[shape]] == [("error", error)] * 2
