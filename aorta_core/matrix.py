@@ -5,9 +5,13 @@ array. Statistics cover the passing trials of each cell only.
 
 Speed (bench/bench_core.py, linear from 1,000 to 100,000 records): records are read with raw
 reads and decoded (and validated) by msgspec into :class:`TrialRecord` with the cyclic garbage
-collector paused, and each is dropped as soon as the few fields the matrix uses are taken; their
-metrics become one wide polars frame, one row per trial and one typed column per metric, built
-column by column (one list per metric, no Series per row).
+collector paused, and each is dropped as soon as the few fields the matrix uses are taken. Their
+metrics become the long form of ``matrix.parquet`` (one row per trial and metric present), from
+which the statistics are taken: built column by column (one typed list per metric) when most
+trials carry most names, value by value when names are many and sparse (e.g. 2,000 names per
+trial, distinct per trial: bench/bench_matrix_sparse.py), so that time and memory follow the
+values present, never trials x names. :mod:`aorta_core.matrix_summary` keeps the statistics of
+such a sweep out of Python dicts.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 A sweep whose metric names are many and sparse (e.g. 2,000 names per trial, distinct per trial)
 has one summary per cell and name: as Python dicts they would cost ~500 bytes each, many times
 the records' bytes. Beyond :data:`WIDE_LIMIT` table slots they stay in a polars frame per cell
-(:class:`ListedSummary`) and reach ``matrix.json`` and ``perf.md`` chunk by chunk; ``perf.md``
-then lists one line per cell and metric instead of one column per metric.
+(:class:`ListedSummary`) and reach ``matrix.json`` chunk by chunk; ``perf.md`` then counts them
+in one line instead of showing a column per metric.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from aorta_core.records import dump_json
 STATS = ("mean", "median", "std", "min", "max", "n")
 #: perf.md's table of cells x numeric metrics stays one column per metric up to this many slots
 #: (or while most slots are filled: :data:`DENSE`); beyond, summaries are listed.
-WIDE_LIMIT = 1_000_000
+WIDE_LIMIT = 100_000
 #: A table is dense while fewer than this many slots per summary are empty-or-filled.
 DENSE = 4
 _CHUNK = 20_000
@@ -35,12 +35,14 @@ class ListedSummary:
 
     frame: Any
 
-    def chunks(self, by_name: bool = False) -> Iterator[dict[str, dict[str, Any]]]:
-        """The summary as dicts of at most a few thousand metrics each (sorted by name)."""
+    def __len__(self) -> int:
+        return self.frame.height
+
+    def chunks(self) -> Iterator[dict[str, dict[str, Any]]]:
+        """The summary as dicts of at most :data:`_CHUNK` metrics each."""
         import polars as pl
 
-        frame = self.frame.sort("metric", maintain_order=True) if by_name else self.frame
-        for part in frame.iter_slices(_CHUNK):
+        for part in self.frame.iter_slices(_CHUNK):
             yield dict(zip(part["metric"], part.select(pl.struct(*STATS)).to_series().to_list(),
                            strict=True))
 

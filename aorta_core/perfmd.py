@@ -49,20 +49,10 @@ def render(matrix: dict[str, Any]) -> str:
     return "".join(render_lines(matrix))
 
 
-def _listed(summary: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(metric, statistics) of a cell by name: a dict's, or a listed summary's chunk by chunk
-    (:class:`aorta_core.matrix_summary.ListedSummary`)."""
-    if isinstance(summary, dict):
-        yield from sorted(summary.items())
-        return
-    for chunk in summary.chunks(by_name=True):
-        yield from chunk.items()
-
-
 def render_lines(matrix: dict[str, Any]) -> Iterator[str]:
     """:func:`render`'s lines, each ending in a newline. Metrics are columns of the table, or,
-    when the matrix lists its summaries (many sparse names), one line per cell and metric
-    below it."""
+    when the matrix keeps its summaries listed (many sparse names: a column each would make
+    perf.md grow with cells x names), counted in one line that points to the full data."""
     cells = matrix["cells"]
     axes = matrix["axes"]
     listed = any(not isinstance(c["metrics_summary"], dict) for c in cells)
@@ -91,11 +81,9 @@ def render_lines(matrix: dict[str, Any]) -> Iterator[str]:
         lines.append("| " + " | ".join(md_text(v) for v in row) + " |")
     yield from (line + "\n" for line in lines)
     if listed:
-        yield "\n| cell | metric | median (± std) |\n| --- | --- | --- |\n"
-        for cell in cells:
-            name = md_text(cell["cell"])
-            for metric, stats in _listed(cell["metrics_summary"]):
-                yield f"| {name} | {md_text(metric)} | {md_text(_cell_value(stats))} |\n"
+        count = sum(len(c["metrics_summary"]) for c in cells)
+        yield (f"\nNumeric metrics: {count} statistics over {len(cells)} cells, too many names "
+               "for a column each; see `metrics_summary` in matrix.json and matrix.parquet.\n")
     errors = [c for c in cells if c.get("error")]
     if errors:
         yield "\nCells that could not run:\n\n"
