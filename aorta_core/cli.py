@@ -119,7 +119,6 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     if ns.json:
         _print_json(rows, ns.out)
         return 0
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
@@ -135,8 +134,23 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         console().print("no collectors installed (in the aorta repository: pip install -e "
                         "plugins/aorta_torchprof, and so on for each folder of plugins/)")
     else:
-        Console(file=ns.out, highlight=False).print(table)  # the listing is the output
+        _render(ns.out, lambda screen: screen.print(table))  # the listing is the output
     return 0
+
+
+def _render(out: TextIO, draw) -> None:
+    """``draw(console)`` with a Rich console shaped like ``out``, then write what it drew like
+    any other output: a closed pipe ends in ``main``'s status 141 (Rich itself would make it
+    ``SystemExit(1)``)."""
+    import io
+
+    from rich.console import Console
+
+    screen = Console(file=out, highlight=False)
+    text = io.StringIO()
+    draw(Console(file=text, highlight=False, width=screen.width,
+                 color_system=screen.color_system, force_terminal=screen.is_terminal))
+    out.write(text.getvalue())
 
 
 def cmd_matrix(ns: argparse.Namespace) -> int:
@@ -251,7 +265,6 @@ def cmd_compare(ns: argparse.Namespace) -> int:
 
 
 def cmd_agree(ns: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from aorta_core.reports.agreement import write_agreement
     from aorta_core.reports.sweep import write_sweep_report
@@ -274,7 +287,7 @@ def cmd_agree(ns: argparse.Namespace) -> int:
     for written in (path, report):
         if written is not None:
             wrote(written)
-    print_agreement(path, Console(file=ns.out, highlight=False))  # the verdicts: the output
+    _render(ns.out, lambda screen: print_agreement(path, screen))  # the verdicts: the output
     return 0
 
 

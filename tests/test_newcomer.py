@@ -186,7 +186,7 @@ def test_version_names_aorta_and_each_collector(plugin_site, tmp_path: Path):
             everything.stdout
 
 
-@pytest.mark.parametrize("args", [["plugins", "--json"], ["--version"], ["--help"],
+@pytest.mark.parametrize("args", [["plugins", "--json"], ["plugins"], ["--version"], ["--help"],
                                   ["sweep", "list-mitigations"]])
 def test_a_reader_that_stops_early_gets_no_traceback(args):
     """``aorta plugins | head``: the pipe closes before aorta writes; exit 141, as for SIGPIPE."""
