@@ -38,8 +38,8 @@ from aorta_core.records import (
     VERDICTS,
     BadRecord,
     TrialRecord,
+    load_cell_file,
     load_record,
-    read_json,
 )
 
 WALL = "wall_time_s"
@@ -73,11 +73,16 @@ def _subdirs(path: Path) -> Iterator[os.DirEntry]:
 
 
 def _load_cell(path: Path) -> dict[str, Any] | None:
+    """The cell file, checked (:func:`load_cell_file`); ``None`` (the cell is named after its
+    folder) when there is none, or with one warning when it cannot be used."""
     try:
-        value = read_json(path)
-    except (OSError, msgspec.DecodeError):
+        return load_cell_file(path)
+    except OSError:
         return None
-    return value if isinstance(value, dict) else None
+    except BadRecord as exc:
+        warning_line(f"bad cell file {exc}; the cell is named after its folder: run the sweep "
+                     "again to rewrite it")
+        return None
 
 
 def _trial_index(name: str) -> int | None:

@@ -79,6 +79,28 @@ class TrialRecord(msgspec.Struct, kw_only=True):
     recorded_at_unix: float | None = None
 
 
+class AgreeMarker(msgspec.Struct):
+    collector: str | None
+    times_comparable: bool
+    tolerance_pct: float
+    reference: str
+
+
+class CellFile(msgspec.Struct):
+    """What a cell file must hold for the matrix and the reports to use it (other fields are
+    kept as written): the shape :func:`aorta_core.app.write_cell_file` writes."""
+
+    cell: str
+    axes: dict[str, str] = {}
+    command: list[str] = []
+    collectors: list[str] = []
+    trials: int | None = None
+    error: str | None = None
+    skipped: str | None = None
+    auto: AutoRecord | None = None
+    agree: AgreeMarker | None = None
+
+
 class BadRecord(ValueError):
     """A record that cannot be used; the message names the file and what is wrong."""
 
@@ -145,6 +167,20 @@ def load_record(path: Path | str, cell: str | None = None, trial: int | None = N
     if trial is not None and record.trial != trial:
         raise BadRecord(path, f"names trial {record.trial}, not {trial}")
     return record
+
+
+def load_cell_file(path: Path) -> dict[str, Any]:
+    """The cell file at ``path`` as plain data; :class:`BadRecord` when it is unreadable or not
+    of :class:`CellFile`'s shape (an edited ``"collectors": 1.5`` would crash the matrix),
+    :class:`FileNotFoundError` when there is none."""
+    try:
+        value = decode_json(read_regular(path, RECORD_LIMIT))
+        msgspec.convert(value, CellFile)
+    except FileRefused as exc:
+        raise BadRecord(path, str(exc).removeprefix(f"{path} ")) from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadRecord(path, str(exc)) from None
+    return value
 
 
 def read_json(path: Path, limit: int = RECORD_LIMIT) -> Any:
