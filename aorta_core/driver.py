@@ -44,7 +44,8 @@ class SweepAbort(BaseException):
 
 
 def _writable(output: Path) -> str | None:
-    """Why the sweep cannot write into ``output``: not writable, or its ``cells`` a link."""
+    """Why the sweep cannot write into ``output``: not writable, or ``cells`` or a cell folder
+    in it a link."""
     try:
         output.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".aorta.write-test.", dir=output)  # never a link
@@ -52,8 +53,11 @@ def _writable(output: Path) -> str | None:
         os.unlink(probe)
     except OSError as exc:
         return f"cannot write to output={output} ({exc.strerror}); choose a writable output=<dir>"
-    if (output / "cells").is_symlink():
-        return (f"{output / 'cells'} is a link; aorta writes only inside output: remove the link "
+    cells = output / "cells"
+    links = [cells] if cells.is_symlink() else sorted(
+        p for p in (cells.iterdir() if cells.is_dir() else ()) if p.is_symlink())
+    if links:  # a cell folder that is a link could not even say why its cell was refused
+        return (f"{links[0]} is a link; aorta writes only inside output: remove the link "
                 "or choose another output=<dir>")
     return None
 

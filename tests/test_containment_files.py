@@ -59,15 +59,16 @@ def test_hydra_opens_no_job_log_in_a_cell_folder_that_is_a_link(tmp_path: Path):
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_cells_folder_that_is_a_link_is_refused_before_anything_runs(tmp_path: Path):
+@pytest.mark.parametrize("link", ["cells", "cells/default"])
+def test_a_cells_folder_that_is_a_link_is_refused_before_anything_runs(tmp_path: Path, link):
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    out.mkdir()
-    (out / "cells").symlink_to(elsewhere, target_is_directory=True)
+    (out / link).parent.mkdir(parents=True)
+    (out / link).symlink_to(elsewhere, target_is_directory=True)
     done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", "true"], cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"aorta: error: {out / 'cells'} is a link; aorta writes only inside output: remove the "
+        f"aorta: error: {out / link} is a link; aorta writes only inside output: remove the "
         "link or choose another output=<dir>"]
     assert list(elsewhere.iterdir()) == []
 
