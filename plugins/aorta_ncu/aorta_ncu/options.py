@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aorta_core import OptionError, check_regex
+from aorta_core.checks import check_text
 
 #: ``--set`` identifiers of the stock section sets (``ncu --list-sets`` of Nsight Compute
 #: 2025.3.1); ncu itself only warns about an unknown set and then profiles nothing.
@@ -22,7 +23,9 @@ CACHE_CONTROLS = ("all", "none")
 EXCLUSIVE_WITH = ("rocprof", "proton", "torchprof")
 
 _SECTION = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_METRIC = re.compile(r"[^\s,]+")
+_METRIC = re.compile(r"[^\s,\0]+")
+#: ncu reads launch counts as 64-bit numbers; past that it refuses its command line.
+_MAX_COUNT = 2**63 - 1
 
 
 @dataclass
@@ -78,6 +81,7 @@ def validate(options: NcuOptions) -> None:
                 "list item, e.g. collector.ncu.metrics=[dram__bytes_read.sum,lts__t_bytes.sum]"
             )
     check_regex("collector.ncu.kernel_regex", options.kernel_regex)
+    check_text("collector.ncu.ncu_bin", options.ncu_bin)
     if options.launch_skip < 0:
         raise OptionError(
             f"collector.ncu.launch_skip={options.launch_skip} is negative; give 0 or more"
@@ -87,6 +91,10 @@ def validate(options: NcuOptions) -> None:
             f"collector.ncu.launch_count={options.launch_count} profiles nothing; give 1 or more, "
             "or null for every launch"
         )
+    for key in ("launch_skip", "launch_count"):
+        if (getattr(options, key) or 0) > _MAX_COUNT:
+            raise OptionError(f"collector.ncu.{key}={getattr(options, key)} is more than ncu "
+                              f"reads ({_MAX_COUNT})")
     _one_of("replay_mode", options.replay_mode, REPLAY_MODES)
     _one_of("target_processes", options.target_processes, TARGET_PROCESSES)
     _one_of("clock_control", options.clock_control, CLOCK_CONTROLS)

@@ -37,6 +37,8 @@ BACKEND_MODES = {
     "rocprofiler": ("pcsampling", "periodic_flushing"),
 }
 FLUSH_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")
+#: The largest PC-sampling interval Proton's C++ side reads (a 32-bit int).
+_MAX_INTERVAL = 2**31 - 1
 
 
 @dataclass
@@ -89,10 +91,13 @@ def _check_backend_mode(options: ProtonOptions) -> None:
                 f"collector.proton.backend_mode: knob {key!r} is not one of "
                 f"{', '.join(allowed)} for {name}"
             )
-        if key == "interval" and not (value.isdigit() and int(value) > 0):
+        if key == "interval" and not (value.isascii() and value.isdigit() and int(value) > 0):
             raise OptionError(
                 f"collector.proton.backend_mode: interval={value!r} must be a positive integer"
             )
+        if key == "interval" and int(value) > _MAX_INTERVAL:
+            raise OptionError(f"collector.proton.backend_mode: interval={value} is more than "
+                              f"Proton reads ({_MAX_INTERVAL})")
         if key == "format":
             _one_of("backend_mode format", value, FLUSH_FORMATS)
 

@@ -9,6 +9,7 @@ from pathlib import PurePath
 from typing import Any, Optional
 
 from aorta_core import OptionError, check_regex
+from aorta_core.checks import check_text
 
 #: ``trace`` value -> the rocprofv3 flag that turns that domain on (rocprofv3.py flag names).
 TRACE_FLAGS: dict[str, str] = {
@@ -72,6 +73,7 @@ def validate(options: RocprofOptions) -> None:
     if options.summary_units is not None:
         _one_of("summary_units", options.summary_units, SUMMARY_UNITS)
     path = options.input_file
+    check_text("collector.rocprof.input_file", path)
     if path is not None and PurePath(path).suffix not in INPUT_SUFFIXES:
         raise OptionError(
             f"collector.rocprof.input_file={path!r}: rocprofv3 -i reads only "
