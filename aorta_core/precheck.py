@@ -80,7 +80,17 @@ def _output(args: list[str]) -> Path | None:
     if not value.strip():
         raise UsageError("output= is empty (an unset shell variable?); give the sweep's folder: "
                          "output=<dir>, or leave output= out for aorta_runs/<timestamp>")
-    return Path.cwd() / value  # an absolute value stays as it is
+    output = Path.cwd() / value  # an absolute value stays as it is
+    try:
+        str(output).encode("utf-8")
+        output.exists()  # a name longer than the file system allows raises here, not False
+    except UnicodeEncodeError:
+        raise UsageError(f"output={value!r} is not UTF-8 text, which the matrix and the reports "
+                         "name their files in; choose a folder name in UTF-8") from None
+    except OSError as exc:
+        raise UsageError(f"output={value!r} cannot be a folder ({exc.strerror}); choose another "
+                         "output=<dir>") from None
+    return output
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,17 @@ def test_hostile_values_that_compose_run_or_refuse_their_cell(tmp_path: Path) ->
     assert [(r["axes"]["env.Z"], r["verdict"]) for r in records(out)] == [("1", "pass")]
     cells = json.loads((out / "matrix.json").read_text())["cells"]
     assert sorted(bool(c["error"]) for c in cells) == [False, True]
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("x" * 300, "cannot be a folder (File name too long); choose another output=<dir>"),
+    ("b\udcff", "is not UTF-8 text, which the matrix and the reports name their files in; "
+                "choose a folder name in UTF-8"),
+], ids=["too_long", "not_utf8"])
+def test_an_output_no_folder_can_have_is_one_line(tmp_path: Path, name: str, line: str) -> None:
+    """Was a traceback (a name past the file system's limit) or a sweep whose trials ran and
+    whose matrix then failed (bytes that are not UTF-8)."""
+    done = run_aorta(["sweep=repeat", "trials=1", f"output={name}", "--", "true"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (
+        2, [f"aorta: error: output={name!r} {line}".replace("\udcff", "\\udcff")])
+    assert list(tmp_path.iterdir()) == []
