@@ -36,7 +36,7 @@ def test_every_plugin_helper_is_documented_with_its_signature():
 
     text = DOC.read_text()
     helpers = ["open_limited", "read_limited", "mapped_limited", "check_regular", "read_limit",
-               "json_number", "parallel_map", "decoded_bytes"]
+               "json_number", "parallel_map", "decoded_bytes", "without_bom"]
     assert set(helpers) <= set(aorta_core.__all__)
     for name in helpers:
         function = getattr(aorta_core, name)

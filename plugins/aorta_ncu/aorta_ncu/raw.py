@@ -13,6 +13,7 @@ that into warnings.
 
 from __future__ import annotations
 
+import codecs
 import io
 import warnings
 from pathlib import Path
@@ -20,7 +21,6 @@ from pathlib import Path
 import polars as pl
 
 from aorta_core import read_limited
-from aorta_core.bom import BOM
 from aorta_ncu.counters import HARDWARE, TIME
 
 NAME = "Kernel Name"
@@ -35,7 +35,7 @@ def _table_lines(data: bytes) -> bytes:
     without blank or whitespace-only lines, nor a leading UTF-8 BOM."""
     lines = [line for line in data.splitlines(keepends=True) if line.strip()]
     if lines:
-        lines[0] = lines[0].removeprefix(BOM)
+        lines[0] = lines[0].removeprefix(codecs.BOM_UTF8)
     start = next((i for i, line in enumerate(lines[:1001]) if line.startswith(b'"ID",')), None)
     if start is None:
         raise ValueError('no ncu raw-page header (a line starting with "ID",)')
