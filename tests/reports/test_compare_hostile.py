@@ -89,7 +89,7 @@ def test_output_path_that_reads_as_markup_or_a_glob(tmp_path):
     done = aorta("sweep=repeat", "trials=2", f"output={out}", "--", "python3", "-c",
                  STEP_MS.format(base=10), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"wrote {out / 'matrix.json'}\n" in done.stderr
+    assert f"wrote {out / 'matrix.json'}\n" in done.stderr and "aorta sweep\n" in done.stderr
     for args in (["matrix", str(out)], ["report", "sweep", str(out), "--no-png"]):
         again = aorta(*args, cwd=tmp_path)
         assert again.returncode == 0 and f"wrote {out / 'report.html'}\n" in again.stderr
