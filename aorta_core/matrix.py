@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.files import write_atomic
-from aorta_core.matrix_summary import summaries, write_matrix_json
+from aorta_core.matrix_summary import column_summaries, summaries, write_matrix_json
 from aorta_core.progress import warning_line
 from aorta_core.records import (
     CELL_FILE,
@@ -241,6 +241,9 @@ class _LongMetrics:
     frame: Any = None
     bools: set[str] = field(default_factory=set)
     lists: set[str] = field(default_factory=set)
+    #: Dense metrics: the numeric ones, one Float64 column each over all trials (the statistics
+    #: are fastest taken column by column).
+    columns: list[Any] | None = None
 
 
 #: Sparse metrics (fewer than one value in this many trial x name slots) are built value by value:
@@ -282,6 +285,7 @@ def _column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics
                       .unpivot(index="row", variable_name="metric", value_name="text")
                       .drop_nulls("text").with_columns(value=pl.lit(None, pl.Float64)))
     long.frame = pl.concat([f.select("row", "metric", "value", "text") for f in frames])
+    long.columns = numeric
     return long
 
 
@@ -503,8 +507,10 @@ def _build(output: Path) -> MatrixResult:
                         | {a for c in cells for a in (c.get("axes") or {})})
     meta = _trials_frame(trials, axis_names)
     long = _long(meta, metrics, [f"axis:{a}" for a in axis_names])
-    matrix_cells = _cell_entries(cells, trials.first, meta,
-                                 *summaries(long, WALL, len(cells)), _texts(meta, metrics))
+    stats = (summaries(long, WALL, len(cells)) if metrics.columns is None
+             else column_summaries(meta.select("cell", "verdict", WALL).hstack(metrics.columns),
+                                   WALL))
+    matrix_cells = _cell_entries(cells, trials.first, meta, *stats, _texts(meta, metrics))
     totals = dict.fromkeys(("total", *VERDICTS), 0)
     for c in matrix_cells:
         for k in totals:

@@ -72,6 +72,27 @@ def summaries(long, wall: str, cells: int) -> tuple[dict[str, dict], dict[str, A
                                                       maintain_order=True).items()})
 
 
+def column_summaries(wide, wall: str) -> tuple[dict[str, dict], dict[str, dict]]:
+    """:func:`summaries` of dense metrics from ``wide`` (``cell``, ``verdict``, then one Float64
+    column per numeric metric, wall time first): one aggregation per column."""
+    import polars as pl
+
+    numeric = wide.columns[2:]
+    aggs = []
+    for c in numeric:
+        col = pl.col(c)
+        aggs += [col.mean().alias(f"{c}\0mean"), col.median().alias(f"{c}\0median"),
+                 col.std().alias(f"{c}\0std"), col.min().alias(f"{c}\0min"),
+                 col.max().alias(f"{c}\0max"), col.count().alias(f"{c}\0n")]
+    walls, out = {}, {}
+    for row in (wide.filter(pl.col("verdict") == "pass").group_by("cell").agg(aggs)
+                .iter_rows(named=True)):
+        summary = {c: {s: row[f"{c}\0{s}"] for s in STATS} for c in numeric if row[f"{c}\0n"]}
+        walls[row["cell"]] = summary.pop(wall, None)
+        out[row["cell"]] = summary
+    return walls, out
+
+
 def _by_metric(stats) -> Iterator[tuple[str, str, dict[str, Any]]]:
     import polars as pl
 

@@ -20,6 +20,11 @@ TARGETS = {
             "100,000 records <= 2x walking the folders and reading the files' bytes, growing "
             "linearly from 1,000 (`matrix_growth`: build time per record at each size); "
             "`--help` no slower than `aorta plugins`, both <= 1 s",
+    "matrix_sparse": "matrix of 1,000 records x 2,000 metric names distinct per record (and 100 x "
+                     "2,000): build <= 3x bench_core's walk+read floor, peak memory added <= 4x "
+                     "the records' bytes (fresh process; `build_cpu_s`: CPU seconds of the build, "
+                     "`matrix_json_bytes`: the summary it must write); `before`: the tree before "
+                     "the long layout, same VM",
     "rocprof_parse": "1,000,000-row kernel trace: no slower than `polars.read_csv` of the file, "
                      ">= 10x faster than `csv.DictReader`, peak RSS <= file size",
     "torchprof_parse": "one ~160 MB trace to metrics and overlap: ~1.15x a typed msgspec "
