@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.argv import from_config
 from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
@@ -92,26 +93,40 @@ def _command(cfg: DictConfig) -> tuple[str, ...]:
     return tuple(from_config(str(a)) for a in command)
 
 
-def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
-                       ) -> dict[str, Any]:
-    """The selected collectors' options, each checked by its collector (``check_options``, with
-    the others selected): a cell's and an upstream recipe's ``collect:`` alike."""
-    selected = cfg.get("collector") or {}
+def typed_options(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
+    """The selected collectors' options as their dataclasses; :class:`ConfigError` names a
+    collector that is not installed, one given options but not selected (``+collector.x.k=1``
+    without ``collector=x`` leaves a plain mapping), a key it does not have (``+`` appends one
+    even to a structured node) and a value that does not resolve (``${oc.env:UNSET}``)."""
     options = {}
-    for name in selected:
-        if name not in registry.collectors:
+    for name, node in (cfg.get("collector") or {}).items():
+        collector = registry.collectors.get(name)
+        if collector is None:
             raise ConfigError(
                 f"collector {name!r} is not installed or failed to load; see `aorta plugins`"
             )
-        options[name] = OmegaConf.to_object(selected[name])
-        # `+collector.x.key=v` appends a key even to a structured node: refuse it here.
-        known = {f.name for f in dataclasses.fields(options[name])}
-        for key in selected[name]:
-            if key not in known:
-                raise ConfigError(
-                    f"collector.{name}.{key} is not an option of {name}; "
-                    f"valid: {', '.join(sorted(known))}"
-                )
+        known = {f.name for f in dataclasses.fields(collector.info.options)}
+        unknown = sorted(set(node or {}) - known)
+        if unknown:
+            raise ConfigError(f"collector.{name}.{unknown[0]} is not an option of {name}; "
+                              f"valid: {', '.join(sorted(known))}")
+        if OmegaConf.get_type(node) is not collector.info.options:
+            raise ConfigError(f"collector.{name} has options but is not selected: add "
+                              f"collector={name} (or collector=[{name},...] with others)")
+        try:
+            options[name] = OmegaConf.to_object(node)
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"collector.{name}: {' '.join(str(exc).splitlines()[0].split())}"
+                              ) from None
+    return options
+
+
+def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
+                       ) -> dict[str, Any]:
+    """The selected collectors' options (:func:`typed_options`), each checked by its collector
+    (``check_options``, with the others selected): a cell's and an upstream recipe's
+    ``collect:`` alike."""
+    options = typed_options(cfg, registry)
     for name, opts in options.items():
         outcome = call_hook(lambda n=name, o=opts: registry.call(
             n, "check_options", options=o, selected=options), timeout_s)

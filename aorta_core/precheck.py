@@ -12,7 +12,6 @@ alone, when the job is composed.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shlex
 from dataclasses import dataclass
@@ -161,18 +160,15 @@ def _search_dirs(args: list[str]) -> list[str]:
 
 
 def _collector_keys(cfg: DictConfig) -> None:
+    """The collectors' options typed as a cell types them (a mistyped key, a collector given
+    options but not selected, a value that does not resolve), before anything is written."""
+    from aorta_core.cells import ConfigError, typed_options
     from aorta_core.plugins import load_registry
 
-    registry = load_registry()
-    for name, node in (cfg.get("collector") or {}).items():
-        collector = registry.collectors.get(name)
-        if collector is None:
-            continue
-        known = {f.name for f in dataclasses.fields(collector.info.options)}
-        unknown = sorted(set(node) - known)
-        if unknown:
-            raise UsageError(f"collector.{name}.{unknown[0]} is not an option of {name}; "
-                             f"valid: {', '.join(sorted(known))}")
+    try:
+        typed_options(cfg, load_registry())
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _command_given(settings: CoreSettings, args: list[str], command: list[str] | None) -> None:
