@@ -8,10 +8,11 @@ A hook that never returns is abandoned (its thread cannot be killed; it ends wit
 
 What a hook changes in the process itself is undone after every call, with one warning naming the
 collector, the hook and the change: the working directory (the next trial would run there) and
-``os.environ`` (other collectors and later trials would see it); a hook abandoned at its timeout
-can still change them afterwards. ``os._exit`` called in a hook's
-thread ends that hook as ``SystemExit`` does instead of the whole process; called from any other
-thread while a hook runs, it still ends the process, after a line naming the hook.
+``os.environ`` (other collectors and later trials would see it; a new variable whose name starts
+with ``_``, a library's own as it is imported, is undone without a warning); a hook abandoned at
+its timeout can still change them afterwards. ``os._exit`` called in a hook's thread ends that
+hook as ``SystemExit`` does instead of the whole process; called from any other thread while a
+hook runs, it still ends the process, after a line naming the hook.
 """
 
 from __future__ import annotations
@@ -136,6 +137,9 @@ class _ProcessState:
                 os.environ[name] = self.environ[name]
             else:
                 del os.environ[name]
+        # a library's own variable, set as it is imported (polars: ``_RJEM_MALLOC_CONF``), is
+        # undone without a word: the hook did not choose it
+        names = [n for n in names if not (n.startswith("_") and n not in self.environ)]
         if not names:
             return None
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")

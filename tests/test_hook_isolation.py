@@ -37,13 +37,15 @@ def aorta_collector():
 def wrap_argv(launch, options, artifact_dir):
     os.chdir("/")
     os.environ["AORTA_TEST_LEAK"] = "leaked"
+    os.environ["_AORTA_TEST_LIB_CONF"] = "set on import"  # what polars does: restored silently
     os.environ.pop("AORTA_TEST_KEPT", None)
     return launch
 
 @hookimpl
 def parse_metrics(artifact_dir, options):
     return {"leaky_cwd": os.getcwd(), "leaky_leak": os.environ.get("AORTA_TEST_LEAK", "unset"),
-            "leaky_kept": os.environ.get("AORTA_TEST_KEPT", "unset")}
+            "leaky_kept": os.environ.get("AORTA_TEST_KEPT", "unset"),
+            "leaky_lib": os.environ.get("_AORTA_TEST_LIB_CONF", "unset")}
 '''
 
 
@@ -64,6 +66,7 @@ def test_a_hook_that_changes_cwd_and_environ_is_undone_and_named(plugin_site, tm
         assert trial["metrics"]["leaky_cwd"] == str(tmp_path)
         assert trial["metrics"]["leaky_leak"] == "unset"
         assert trial["metrics"]["leaky_kept"] == "kept"
+        assert trial["metrics"]["leaky_lib"] == "unset"
     warned = [line for line in done.stderr.splitlines() if "changed the working directory" in line]
     assert len(warned) == 2, done.stderr  # one line per call, naming collector, hook and change
     assert warned[0].startswith("aorta: warning: leaky: wrap_argv changed the working directory "
