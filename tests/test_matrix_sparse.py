@@ -126,3 +126,39 @@ def test_many_sparse_names_every_value_and_statistic(tmp_path: Path):
     statistics = sum(len(c["metrics_summary"]) for c in matrix["cells"])
     assert f"Numeric metrics: {statistics} statistics over {CELLS} cells" in perf
     assert "shared_f0" not in perf and len(perf) < 10_000
+
+
+def test_the_same_trials_give_the_same_matrix_in_either_layout(tmp_path: Path):
+    """Twenty trials' metrics built column by column (dense), and again with forty names of
+    their own added to each trial (so value by value): the shared metrics' statistics, texts and
+    long-form rows are identical, to the bit."""
+    rnd = random.Random(7)
+    shared = [{"x_ms": rnd.uniform(0, 1e4), "x_n": rnd.randint(0, 10**6),
+               "x_mix": rnd.randint(0, 9) if t % 3 else rnd.random(), "x_on": t % 2 == 1,
+               "x_name": f"k{t % 4}", "x_top": [f"a{t}", "b"], "x_odd": "t" if t % 2 else 1.5}
+              for t in range(20)]
+    outputs = []
+    for padded in (False, True):
+        out = tmp_path / f"padded={padded}"
+        for t, metrics in enumerate(shared):
+            own = {f"pad{t}_{k}": rnd.random() for k in range(40)} if padded else {}
+            record = {"schema_version": SCHEMA_VERSION, "cell": f"c={t % 2}",
+                      "axes": {"c": str(t % 2)}, "trial": t // 2,
+                      "verdict": "fail" if t % 7 == 6 else "pass", "wall_time_s": 1 + t / 8,
+                      "metrics": metrics | own,
+                      "environment": {"host": "h", "gpus": [], "packages": {}, "python": "3"}}
+            folder = out / "cells" / record["cell"] / f"trial_{t // 2:03d}"
+            folder.mkdir(parents=True)
+            write_json_atomic(folder / "record.json", record)
+        done = run_aorta(["matrix", str(out)], cwd=tmp_path, env=NO_GPU)
+        assert done.returncode == 0, done.stderr
+        outputs.append(out)
+    dense, sparse = (json.loads((o / "matrix.json").read_text())["cells"] for o in outputs)
+    for a, b in zip(dense, sparse, strict=True):
+        assert a["wall_time_s"] == b["wall_time_s"]
+        assert a["metrics_summary"] == {k: v for k, v in b["metrics_summary"].items()
+                                        if not k.startswith("pad")}
+        assert a["metrics_text"] == b["metrics_text"] and a["metrics_text"]
+    rows = [pl.read_parquet(o / "matrix.parquet").filter(~pl.col("metric").str.starts_with("pad"))
+            for o in outputs]
+    assert rows[0].equals(rows[1]) and rows[0].height > 20 * 7
