@@ -130,8 +130,8 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
     for name, opts in options.items():
         outcome = call_hook(lambda n=name, o=opts: registry.call(
             n, "check_options", options=o, selected=options), timeout_s)
-        if isinstance(outcome.error, OptionError):
-            raise ConfigError(f"collector.{name}: {outcome.error}")
+        if isinstance(outcome.error, OptionError):  # a plugin's words, kept on one line
+            raise ConfigError(f"collector.{name}: {' '.join(str(outcome.error).split())}")
         if outcome.failure is not None:
             raise ConfigError(f"collector.{name}: check_options failed: {outcome.failure}")
     return options
