@@ -227,11 +227,17 @@ def cmd_report_overlap(ns: argparse.Namespace) -> int:
 
 
 def cmd_report_sweep(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.matrix_files import BadMatrix, load_matrix
     from aorta_core.reports.sweep import write_sweep_report
 
     output = Path(ns.output)
     if not (output / "matrix.json").is_file():
         error_line(f"{output} holds no matrix.json; run aorta matrix {output} first")
+        return 2
+    try:  # a page that only says the matrix is unusable is no report
+        load_matrix(output)
+    except BadMatrix as exc:
+        error_line(str(exc))
         return 2
     path = write_sweep_report(output, pngs=False if ns.no_png else None)
     if path is None:

@@ -47,6 +47,12 @@ def test_cli_rebuilds_the_report(sweeps, tmp_path):
     page = (out / "report.html").read_text()
     assert "exit code 3" in page and "<span class=bad>fail</span>" in page
     assert aorta("report", "sweep", str(tmp_path), cwd=tmp_path, check=False).returncode == 2
+    (out / "matrix.json").write_text("[]")  # a matrix.json of another shape: no page, one line
+    (out / "report.html").unlink()
+    done = aorta("report", "sweep", str(out), "--no-png", cwd=tmp_path, check=False)
+    assert done.returncode == 2 and not (out / "report.html").exists()
+    assert done.stderr.splitlines() == [done.stderr.strip()]
+    assert done.stderr.startswith(f"aorta: error: {out}/matrix.json is not a matrix.json")
 
 
 def test_odd_folders_never_raise(sweeps, tmp_path):
