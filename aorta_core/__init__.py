@@ -2,17 +2,17 @@
 
 Collector plugins import what they need from here: ``hookimpl`` to mark hook implementations,
 the contract types, ``find_executable`` to locate the profiler a collector wraps,
-``check_regex`` for regular-expression options, bounded reads of artifacts, JSON-safe numbers
-and ``parallel_map`` to parse many files in worker processes; ``aorta_core.launch`` splits and
-rebuilds Python launches. Workloads open the selected collectors' in-process sessions with
-``aorta_core.payload.session`` (docs/plugins.md).
+``check_regex`` / ``check_text`` for regular-expression and text options, bounded reads of
+artifacts, JSON-safe numbers and ``parallel_map`` to parse many files in worker processes;
+``aorta_core.launch`` splits and rebuilds Python launches. Workloads open the selected
+collectors' in-process sessions with ``aorta_core.payload.session`` (docs/plugins.md).
 """
 
 import pluggy
 
 from aorta_core import payload
 from aorta_core.bom import without_bom
-from aorta_core.checks import check_regex
+from aorta_core.checks import check_regex, check_text
 from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
 from aorta_core.executables import find_executable
 from aorta_core.files import (
@@ -41,6 +41,7 @@ __all__ = [
     "__version__",
     "check_regex",
     "check_regular",
+    "check_text",
     "decoded_bytes",
     "find_executable",
     "hookimpl",

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aorta_core import OptionError, check_regex
-from aorta_core.checks import check_text
+from aorta_core import OptionError, check_regex, check_text
 
 #: ``--set`` identifiers of the stock section sets (``ncu --list-sets`` of Nsight Compute
 #: 2025.3.1); ncu itself only warns about an unknown set and then profiles nothing.
