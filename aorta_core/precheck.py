@@ -138,14 +138,18 @@ def _bare_word(args: list[str]) -> None:
 
 
 #: Where cells are written is aorta's: ``output=<dir>`` decides, Hydra's keys must not.
-_OWNED = ("hydra.sweep.dir", "hydra.sweep.subdir", "hydra.run.dir")
+#: Where Hydra writes (folders, its .hydra/ copies, the job log's name and handler): set by aorta
+#: so that nothing is written outside the output.
+_OWNED = ("hydra.sweep.dir", "hydra.sweep.subdir", "hydra.run.dir", "hydra.output_subdir",
+          "hydra.job.name", "hydra.job_logging.handlers.file")
 
 
 def _owned_keys(args: list[str]) -> None:
     for arg in args:
-        if arg.lstrip("+~").split("=", 1)[0] in _OWNED:
-            raise UsageError(f"{arg.split('=', 1)[0]} is set by aorta (cells go to "
-                             "<output>/cells/<cell>); choose the folder with output=<dir>")
+        key = arg.lstrip("+~").split("=", 1)[0]
+        if any(key == owned or key.startswith(f"{owned}.") for owned in _OWNED):
+            raise UsageError(f"{arg.split('=', 1)[0]} is set by aorta (cells and their logs go "
+                             "to <output>/cells/<cell>); choose the folder with output=<dir>")
 
 
 def _search_dirs(args: list[str]) -> list[str]:

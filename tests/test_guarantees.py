@@ -308,11 +308,16 @@ def test_links_left_in_the_output_are_never_written_through(tmp_path: Path):
     assert not trial1.is_symlink() and (trial1 / "record.json").is_file()
 
 
-def test_hydra_output_keys_cannot_lead_out_of_output(tmp_path: Path):
-    done = run_aorta(["sweep=repeat", "trials=1", "output=out", "hydra.sweep.subdir=../../x",
-                      "--", "true"], cwd=tmp_path)
+@pytest.mark.parametrize("override", [
+    "hydra.sweep.subdir=../../x", "hydra.output_subdir=../../x", "hydra.job.name=../../../../x",
+    "hydra.job_logging.handlers.file.filename=../x.log", "++hydra.run.dir=../x"])
+def test_hydra_output_keys_cannot_lead_out_of_output(tmp_path: Path, override):
+    done = run_aorta(["sweep=repeat", "trials=1", "output=out", override, "--", "true"],
+                     cwd=tmp_path)
     assert done.returncode == 2
-    assert "hydra.sweep.subdir is set by aorta" in done.stderr
+    assert done.stderr.splitlines() == [f"aorta: error: {override.split('=')[0]} is set by aorta "
+                                        "(cells and their logs go to <output>/cells/<cell>); "
+                                        "choose the folder with output=<dir>"]
     assert not (tmp_path / "out").exists() and not (tmp_path.parent / "x").exists()
 
 
