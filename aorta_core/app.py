@@ -78,11 +78,16 @@ def completed(cell: Cell, index: int) -> bool:
 
 def _describe_place(place: Place, **fields: Any) -> None:
     """``cell.json`` of a cell that does not run; never written through a link (it may lead out
-    of the output folder)."""
-    if not place.directory.is_symlink():
-        place.directory.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(place.directory / CELL_FILE,
-                          {"cell": place.name, "axes": dict(place.axes), **fields})
+    of the output folder). A cell folder that became a link during the sweep (a payload made it)
+    is replaced by a real one, so the refusal is recorded and counted; when the folder above it
+    is a link too, nothing is written."""
+    folder = place.directory
+    if folder.parent.is_symlink():
+        return
+    if folder.is_symlink():
+        folder.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(folder / CELL_FILE, {"cell": place.name, "axes": dict(place.axes), **fields})
 
 
 def refuse(place: Place, reason: str, **extra: Any) -> dict[str, Any]:

@@ -49,14 +49,20 @@ def test_a_rerun_writes_no_hydra_file_through_a_link(tmp_path: Path):
     assert (cell / "aorta.log").is_file() and not (cell / "aorta.log").is_symlink()
 
 
-def test_hydra_opens_no_job_log_in_a_cell_folder_that_is_a_link(tmp_path: Path):
+def test_a_cell_folder_a_payload_turns_into_a_link_is_never_written_through(tmp_path: Path):
+    """The first cell's payload makes the second cell's folder a link out of the output: Hydra's
+    job log goes nowhere, the cell is refused and its refusal recorded in a real folder."""
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (out / "cells").mkdir(parents=True)
-    (out / "cells" / "default").symlink_to(elsewhere, target_is_directory=True)
-    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", "true"], cwd=tmp_path)
-    assert "the cell folder" in done.stderr and "is outside output" in done.stderr
+    plant = f'[ "$X" = 1 ] && ln -s {elsewhere} {out}/cells/env.X=2; true'
+    done = run_aorta(["sweep=repeat", "trials=1", "+env.X=1,2", f"output={out}", "--",
+                      "sh", "-c", plant], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "cell env.X=2: the cell folder" in done.stderr and "is outside output" in done.stderr
     assert list(elsewhere.iterdir()) == []
+    second = out / "cells" / "env.X=2"
+    assert not second.is_symlink()
+    assert "is outside output" in json.loads((second / "cell.json").read_text())["error"]
 
 
 @pytest.mark.parametrize("link", ["cells", "cells/default"])

@@ -256,15 +256,21 @@ def test_a_timed_out_trial_is_timed_to_its_timeout_not_the_grace(tmp_path: Path)
 
 def test_a_watchdog_that_cannot_start_is_named_not_the_payload(tmp_path: Path):
     """Started under an ``argv[0]`` that is no path (as some launchers do), Python does not know
-    its interpreter (``sys.executable`` is empty), so the watchdog cannot be started."""
-    probe = subprocess.run(["ghost", "-c", "import sys; print(sys.executable)"],
+    its interpreter (``sys.executable`` is empty), so the watchdog cannot be started. Nor does it
+    find the virtualenv it belongs to (nox's, a user's): this Python's folders, with their
+    ``.pth`` files (an editable install), are added before aorta runs."""
+    start = (f"import runpy, site\nfor folder in {[p for p in sys.path if p]!r}:\n"
+             "    site.addsitedir(folder)\n")
+    probe = subprocess.run(["ghost", "-c", start + "import sys, aorta_core; print(sys.executable)"],
                            executable=sys.executable, capture_output=True, text=True, check=True)
     if probe.stdout.strip():
         pytest.skip(f"this Python finds its interpreter anyway ({probe.stdout.strip()})")
     out = tmp_path / "out"
-    done = subprocess.run(["ghost", *_sweep(out, "true")[1:]], executable=sys.executable,
-                          cwd=tmp_path, env={**os.environ, "AORTA_REPORT_PNG": "0"},
-                          capture_output=True, text=True, timeout=120)
+    aorta = start + "runpy.run_module('aorta_core', run_name='__main__', alter_sys=True)"
+    done = subprocess.run(["ghost", "-c", aorta, *_sweep(out, "true")[3:]],
+                          executable=sys.executable, cwd=tmp_path,
+                          env={**os.environ, "AORTA_REPORT_PNG": "0"}, capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     (rec,) = records(out)
     assert rec["verdict"] == "error" and rec["exit_code"] is None
