@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.files import write_atomic
-from aorta_core.matrix_summary import column_summaries, summaries, write_matrix_json
+from aorta_core.matrix_summary import column_summaries, sparse, summaries, write_matrix_json
 from aorta_core.progress import warning_line
 from aorta_core.records import (
     CELL_FILE,
@@ -246,14 +246,11 @@ class _LongMetrics:
     columns: list[Any] | None = None
 
 
-#: Sparse metrics (fewer than one value in this many trial x name slots) are built value by value:
-#: one typed column per name would cost trials x names.
-_SPARSE = 4
-
-
 def _long_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics:
+    """Sparse metrics are built value by value (one typed column per name would cost trials x
+    names), dense ones column by column."""
     present = sum(map(len, rows))
-    if len(rows) * len(keys) > _SPARSE * present:
+    if sparse(len(rows) * len(keys), present):
         return _sparse_metrics(rows, keys, present)
     return _column_metrics(rows, keys)
 
@@ -275,7 +272,7 @@ def _column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics
             long.bools.add(key)
         if is_json:
             long.lists.add(key)
-    frames = [_EMPTY_METRICS()]
+    frames = [_empty_metrics()]
     if numeric:
         frames.append(pl.DataFrame([row, *numeric])
                       .unpivot(index="row", variable_name="metric", value_name="value")
@@ -289,7 +286,7 @@ def _column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics
     return long
 
 
-def _EMPTY_METRICS():
+def _empty_metrics():
     import polars as pl
 
     return pl.DataFrame(schema={"row": pl.UInt32, "metric": pl.String, "value": pl.Float64,

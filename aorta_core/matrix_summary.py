@@ -21,10 +21,16 @@ from aorta_core.records import dump_json
 
 STATS = ("mean", "median", "std", "min", "max", "n")
 #: perf.md's table of cells x numeric metrics stays one column per metric up to this many slots
-#: (or while most slots are filled: :data:`DENSE`); beyond, summaries are listed.
+#: (or while it is dense: :func:`sparse`); beyond, summaries are listed.
 WIDE_LIMIT = 100_000
-#: A table is dense while fewer than this many slots per summary are empty-or-filled.
-DENSE = 4
+#: A table (trials or cells x metric names) is sparse with more than this many slots per value.
+SLOTS_PER_VALUE = 4
+
+
+def sparse(slots: int, values: int) -> bool:
+    """Whether a table of ``slots`` holding ``values`` is mostly empty: then it is built and
+    summarised value by value, since one column per name would cost every slot."""
+    return slots > SLOTS_PER_VALUE * values
 _CHUNK = 20_000
 
 
@@ -62,7 +68,7 @@ def summaries(long, wall: str, cells: int) -> tuple[dict[str, dict], dict[str, A
     walls = {cell: entry for cell, _, entry in _by_metric(stats.filter(is_wall))}
     stats = stats.filter(~is_wall)
     slots = cells * stats["metric"].n_unique()
-    if slots <= WIDE_LIMIT or slots <= DENSE * stats.height:
+    if slots <= WIDE_LIMIT or not sparse(slots, stats.height):
         out: dict[str, dict] = {}
         for cell, metric, entry in _by_metric(stats):
             out.setdefault(cell, {})[metric] = entry
