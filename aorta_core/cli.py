@@ -231,15 +231,12 @@ def cmd_report_sweep(ns: argparse.Namespace) -> int:
     from aorta_core.reports.sweep import write_sweep_report
 
     output = Path(ns.output)
-    if not (output / "matrix.json").is_file():
-        error_line(f"{output} holds no matrix.json; run aorta matrix {output} first")
-        return 2
-    try:  # a page that only says the matrix is unusable is no report
-        load_matrix(output)
+    try:  # a page that only says the matrix is missing or unusable is no report
+        matrix = load_matrix(output)
     except BadMatrix as exc:
         error_line(str(exc))
         return 2
-    path = write_sweep_report(output, pngs=False if ns.no_png else None)
+    path = write_sweep_report(output, pngs=False if ns.no_png else None, matrix=matrix)
     if path is None:
         return 1
     wrote(path)

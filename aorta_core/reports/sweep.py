@@ -210,10 +210,10 @@ _SECTIONS = (("agreement", _agreement), ("cells", _cells), ("trial spread", _spr
              ("top kernels", _kernels), ("trials", _trials), ("environments", _environments))
 
 
-def _build_page(output: Path) -> Page:
+def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
     page = Page(f"aorta sweep report — {output.name}")
     try:
-        matrix = load_matrix(output)  # bounded, checked: a FIFO or [] is a note
+        matrix = matrix or load_matrix(output)  # bounded, checked: a FIFO or [] is a note
     except Exception as exc:
         page.paragraph(f"No usable matrix.json in {output} ({type(exc).__name__}: "
                        f"{' '.join(str(exc).split())[:200]}); run `aorta matrix {output}` then "
@@ -232,11 +232,14 @@ def _build_page(output: Path) -> Page:
     return page
 
 
-def write_sweep_report(output: Path, pngs: bool | None = None) -> Path | None:
+def write_sweep_report(output: Path, pngs: bool | None = None,
+                       matrix: dict[str, Any] | None = None) -> Path | None:
     """Write ``<output>/report.html`` (and PNGs into ``<output>/report_png/``); never raises.
 
-    ``pngs=None`` follows ``AORTA_REPORT_PNG`` (default on). Returns the page, or ``None`` when
-    it could not be written; problems are printed as one warning line each.
+    ``pngs=None`` follows ``AORTA_REPORT_PNG`` (default on); ``matrix``: its ``matrix.json``
+    when the caller has read it already (:func:`~aorta_core.reports.matrix_files.load_matrix`).
+    Returns the page, or ``None`` when it could not be written; problems are printed as one
+    warning line each.
     """
     output = Path(output)
     path = output / REPORT_NAME
@@ -244,7 +247,7 @@ def write_sweep_report(output: Path, pngs: bool | None = None) -> Path | None:
         warning_line(f"no report written: {output} is not a folder; pass a sweep's output=<dir>")
         return None
     try:
-        page = _build_page(output)
+        page = _build_page(output, matrix)
         line = page.write(path, output / PNG_FOLDER if pngs_wanted(pngs) else None)
         if line and line.startswith("PNGs skipped"):
             warning_line(line)
