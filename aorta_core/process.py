@@ -34,22 +34,32 @@ class WatchdogError(RuntimeError):
     were killed."""
 
 
+#: The watchdog's interpreter: aorta's own Python by its path, else by the kernel's link to the
+#: running binary. The path may be empty (a launcher's ``argv[0]`` that is no path) or not
+#: reachable by this user (a Python in a private home, started through ``setpriv`` or ``sudo``
+#: with capabilities the process no longer has).
+_RUNNING_BINARY = "/proc/self/exe"
+
+
 class _Watchdog:
     """One per aorta process, started on the first trial (:func:`aorta_core.reaper.watch`), in
     its own session (Ctrl-C in the terminal does not reach it)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-S", "-I", reaper.__file__, str(self.pid)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True)
-        except OSError as exc:
-            why = (f"{sys.executable}: {exc.strerror or exc}" if sys.executable else
-                   "sys.executable is empty: run aorta by the path of its python or its script")
-            raise WatchdogError(f"cannot start aorta's watchdog ({why}); the trial was not run, "
-                                "as nothing would end it if aorta were killed") from None
+        failures = [] if sys.executable else [
+            "sys.executable is empty: run aorta by the path of its python or its script"]
+        for python in filter(None, (sys.executable, _RUNNING_BINARY)):
+            try:
+                self.proc = subprocess.Popen(
+                    [python, "-S", "-I", reaper.__file__, str(self.pid)],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True)
+                return
+            except OSError as exc:
+                failures.append(f"{python}: {exc.strerror or exc}")
+        raise WatchdogError(f"cannot start aorta's watchdog ({'; '.join(failures)}); the trial "
+                            "was not run, as nothing would end it if aorta were killed")
 
     def send(self, line: str) -> None:
         with contextlib.suppress(OSError):

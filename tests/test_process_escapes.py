@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -254,28 +255,51 @@ def test_a_timed_out_trial_is_timed_to_its_timeout_not_the_grace(tmp_path: Path)
 
 # -- a watchdog that cannot start ------------------------------------------------------------------
 
-def test_a_watchdog_that_cannot_start_is_named_not_the_payload(tmp_path: Path):
-    """Started under an ``argv[0]`` that is no path (as some launchers do), Python does not know
-    its interpreter (``sys.executable`` is empty), so the watchdog cannot be started. Nor does it
-    find the virtualenv it belongs to (nox's, a user's): this Python's folders, with their
-    ``.pth`` files (an editable install), are added before aorta runs."""
+def _ghost_args(out: Path) -> list[str]:
+    """Arguments of a Python that runs a one-trial sweep when started under an ``argv[0]`` that is
+    no path (as some launchers do): Python then does not know its interpreter (``sys.executable``
+    is empty). Nor does it find the virtualenv it belongs to (nox's, a user's): this Python's
+    folders, with their ``.pth`` files (an editable install), are added before aorta runs. Skips
+    where this Python finds its interpreter anyway."""
     start = (f"import runpy, site\nfor folder in {[p for p in sys.path if p]!r}:\n"
              "    site.addsitedir(folder)\n")
     probe = subprocess.run(["ghost", "-c", start + "import sys, aorta_core; print(sys.executable)"],
                            executable=sys.executable, capture_output=True, text=True, check=True)
     if probe.stdout.strip():
         pytest.skip(f"this Python finds its interpreter anyway ({probe.stdout.strip()})")
-    out = tmp_path / "out"
     aorta = start + "runpy.run_module('aorta_core', run_name='__main__', alter_sys=True)"
-    done = subprocess.run(["ghost", "-c", aorta, *_sweep(out, "true")[3:]],
-                          executable=sys.executable, cwd=tmp_path,
-                          env={**os.environ, "AORTA_REPORT_PNG": "0"}, capture_output=True,
-                          text=True, timeout=120)
+    return ["-c", aorta, *_sweep(out, "true")[3:]]
+
+
+def _run(argv: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env={**os.environ, "AORTA_REPORT_PNG": "0"},
+                          capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def test_the_watchdog_starts_though_python_does_not_know_its_own_path(tmp_path: Path):
+    """With ``sys.executable`` empty (or a path this user cannot reach again: a Python in a
+    private home started with capabilities the process lost) the watchdog is started from the
+    running binary, and the trial runs."""
+    done = _run(["ghost", *_ghost_args(tmp_path / "out")], tmp_path, executable=sys.executable)
+    assert done.returncode == 0, done.stderr
+    (rec,) = records(tmp_path / "out")
+    assert rec["verdict"] == "pass", rec
+
+
+def test_a_watchdog_that_cannot_start_is_named_not_the_payload(tmp_path: Path):
+    """No path to this Python and no ``/proc`` (unmounted in a private mount namespace): the
+    watchdog cannot be started, the trial is not run, and the error names the watchdog."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("bash"):
+        pytest.skip("needs root, unshare(1) and bash to run aorta without /proc")
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("unshare -m is not allowed here")
+    no_proc = ["unshare", "-m", "bash", "-c", 'umount -l /proc && exec -a ghost "$0" "$@"']
+    done = _run([*no_proc, sys.executable, *_ghost_args(tmp_path / "out")], tmp_path)
     assert done.returncode == 1, done.stderr
-    (rec,) = records(out)
+    (rec,) = records(tmp_path / "out")
     assert rec["verdict"] == "error" and rec["exit_code"] is None
     assert rec["error"] == (
         "cannot start aorta's watchdog (sys.executable is empty: run aorta by the path of its "
-        "python or its script); the trial was not run, as nothing would end it if aorta were "
-        "killed")
+        "python or its script; /proc/self/exe: No such file or directory); the trial was not "
+        "run, as nothing would end it if aorta were killed")
     assert "Traceback" not in done.stderr and "cannot start 'true'" not in done.stderr
