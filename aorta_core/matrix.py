@@ -22,13 +22,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from itertools import chain, compress
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from aorta_core.files import write_atomic
+from aorta_core.matrix_long import CHUNK_VALUES, LongMetrics, SparseMetrics, column_metrics
 from aorta_core.matrix_summary import column_summaries, sparse, summaries, write_matrix_json
 from aorta_core.progress import warning_line
 from aorta_core.records import (
@@ -50,7 +51,6 @@ _ID = ("cell", "trial", "verdict")
 RESERVED = frozenset((*_ID, WALL, "metric", "value", "text"))
 _AXIS_PREFIX = "axis:"
 _ENVIRONMENT_KEYS = ("host", "gpus", "packages", "collectors", "python")
-_encode = msgspec.json.Encoder().encode
 _encode_sorted = msgspec.json.Encoder(order="sorted").encode
 
 
@@ -153,11 +153,16 @@ class _Trials:
     verdict: list[str] = field(default_factory=list)
     wall_time_s: list[float | None] = field(default_factory=list)
     axes: list[dict[str, str]] = field(default_factory=list)
+    #: The trials' metrics while they look dense (most trials carry most names), one dict each;
+    #: once a chunk of them is sparse, all are turned into columns as they come (``sparse``).
     metrics: list[dict[str, Any]] = field(default_factory=list)
+    sparse: SparseMetrics | None = None
     #: Each run of records with one environment contributes its first (compared whole, in C).
     environments: list[dict[str, Any]] = field(default_factory=list)
     #: The first record of each cell: its axes and command when the cell file is missing.
     first: dict[str, TrialRecord] = field(default_factory=dict)
+    _checked: int = 0  # metrics[:_checked] were found dense
+    _values: int = 0  # values in metrics[_checked:]
 
     @classmethod
     def gather(cls, records: Iterator[TrialRecord]) -> _Trials:
@@ -170,221 +175,93 @@ class _Trials:
             trials.wall_time_s.append(rec.wall_time_s)
             trials.axes.append(rec.axes)
             trials.metrics.append(rec.metrics)
+            trials._values += len(rec.metrics)
+            if trials._values >= CHUNK_VALUES:
+                trials._settle()
             if rec.environment != previous:
                 previous = rec.environment
                 trials.environments.append(previous)
             trials.first.setdefault(rec.cell, rec)
         return trials
 
+    def _settle(self) -> None:
+        """Check the metrics added since the last check: while they are dense they stay dicts;
+        from the first sparse chunk on, every trial's are turned into columns."""
+        added = self.metrics[self._checked:]
+        if self.sparse is None and not sparse(len(added) * len(set(chain.from_iterable(added))),
+                                              self._values):
+            self._checked = len(self.metrics)
+        else:
+            self.sparse = self.sparse or SparseMetrics()
+            self.sparse.add(self.metrics)
+            self.metrics.clear()
+            self._checked = 0
+        self._values = 0
 
-def _metric_series(key: str, values: list):
-    """One typed column: numbers (ints alone stay ints), bools, text; lists of text as JSON text
-    (decoded again for ``matrix.json``); a metric whose type differs between trials as JSON
-    text too. Returns the series and whether it holds JSON lists."""
-    import polars as pl
+    def long_form(self, output: Path) -> LongMetrics:
+        """The metrics of every trial in long form, names the matrix reserves left out with a
+        warning (:func:`_warn_reserved`)."""
+        rows, self.metrics = self.metrics, []
+        if self.sparse is None:
+            keys = list(dict.fromkeys(chain.from_iterable(rows)))
+            reserved = _reserved(keys)
+            if reserved:
+                _warn_reserved(output, _take_out(rows, reserved))
+                keys = [k for k in keys if k not in set(reserved)]
+            if not sparse(len(rows) * len(keys), sum(map(len, rows))):
+                return column_metrics(rows, keys)
+            self.sparse = SparseMetrics()
+        self.sparse.add(rows)
+        rows.clear()
+        found = self.sparse.take_out(_is_reserved)
+        if found:
+            _warn_reserved(output, found)
+        return self.sparse.finish()
 
-    first = next((v for v in values if v is not None), None)
-    if not isinstance(first, list):  # inferring lists, polars builds a Series per value
-        try:  # one type throughout, inferred in Rust: the common case
-            return pl.Series(key, values, strict=True), False
-        except (TypeError, OverflowError, pl.exceptions.PolarsError):
-            pass
-    kinds = set(map(type, values)) - {type(None)}
-    if kinds <= {int, float} and kinds:  # ints and floats mixed, or an int beyond 64 bits
-        return pl.Series(key, values, pl.Int64 if kinds == {int} else pl.Float64,
-                         strict=False), False
-    return pl.Series(key, [None if v is None else _encode(v).decode() for v in values],
-                     pl.String), kinds == {list}
+
+def _is_reserved(names):
+    """Which metric names of the expression ``names`` are :data:`RESERVED`, ``axis:`` columns or
+    hold a NUL."""
+    return (names.is_in(list(RESERVED)) | names.str.starts_with(_AXIS_PREFIX)
+            | names.str.contains("\0", literal=True))
 
 
 def _reserved(keys: list[str]) -> list[str]:
-    """The metric names of ``keys`` that are :data:`RESERVED`, ``axis:`` columns or hold a NUL."""
+    """The metric names of ``keys`` that :func:`_is_reserved`."""
     import polars as pl
 
     names = pl.Series(keys, dtype=pl.String)
-    return names.filter(names.is_in(list(RESERVED)) | names.str.starts_with(_AXIS_PREFIX)
-                        | names.str.contains("\0", literal=True)).to_list()
+    return names.filter(_is_reserved(names)).to_list()
 
 
-def _drop_reserved(output: Path, rows: list[dict[str, Any]], names: list[str]) -> None:
-    """Take the reserved ``names`` out of the trials' metrics (each record keeps the matrix's
-    own column) and warn once per name, naming the first record that carries it. Only a sweep
-    with such a name pays for finding its records again."""
-    first: dict[str, int] = {}
-    count = dict.fromkeys(names, 0)
+def _take_out(rows: list[dict[str, Any]], names: list[str]) -> dict[str, tuple[int, int]]:
+    """Take ``names`` out of the trials' metrics; (first trial, trials) that carried each."""
+    found: dict[str, tuple[int, int]] = {}
     for i, row in enumerate(rows):
         for name in names:
             if name in row:
                 del row[name]
-                first.setdefault(name, i)
-                count[name] += 1
+                first, count = found.get(name, (i, 0))
+                found[name] = (first, count + 1)
+    return found
+
+
+def _warn_reserved(output: Path, found: dict[str, tuple[int, int]]) -> None:
+    """Warn once per reserved name left out (each record keeps the matrix's own column),
+    naming the first record that carries it. Only a sweep with such a name pays for finding
+    its records again."""
+    wanted = {first for first, _ in found.values()}
     paths: dict[int, str] = {}
     for i, (path, _) in enumerate(_located(output, [], [])):
-        if i in first.values():
+        if i in wanted:
             paths[i] = os.path.relpath(path, output)
-        if len(paths) == len(set(first.values())):
+        if len(paths) == len(wanted):
             break
-    for name, i in first.items():
-        others = f" (and {count[name] - 1} other record(s))" if count[name] > 1 else ""
-        warning_line(f"metric {name!r} of {paths.get(i, 'a record')}{others} collides with the "
-                     "matrix's own column; it is left out: rename it in the collector/payload")
-
-
-@dataclass
-class _LongMetrics:
-    """Every trial's metrics in long form: ``frame`` holds one row per trial and metric present
-    (``row``: the trial's index; ``metric``; ``value`` for numbers, ``text`` for the rest), the
-    numeric metrics first, each metric's rows together in the order the names first appear,
-    trials in order. ``bools`` and ``lists`` name the text metrics that hold bools and JSON lists
-    (``metrics_text`` gives them back as such)."""
-
-    frame: Any = None
-    bools: set[str] = field(default_factory=set)
-    lists: set[str] = field(default_factory=set)
-    #: Dense metrics: the numeric ones, one Float64 column each over all trials (the statistics
-    #: are fastest taken column by column).
-    columns: list[Any] | None = None
-
-
-def _long_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics:
-    """Sparse metrics are built value by value (one typed column per name would cost trials x
-    names), dense ones column by column."""
-    present = sum(map(len, rows))
-    if sparse(len(rows) * len(keys), present):
-        return _sparse_metrics(rows, keys, present)
-    return _column_metrics(rows, keys)
-
-
-def _column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> _LongMetrics:
-    """Dense metrics (most trials carry most names): one typed column per metric of ``keys``
-    (:func:`_metric_series`), unpivoted."""
-    import polars as pl
-
-    row = pl.Series("row", range(len(rows)), pl.UInt32)
-    numeric, text, long = [], [], _LongMetrics()
-    for key in keys:
-        column, is_json = _metric_series(key, [r.get(key) for r in rows])
-        if column.dtype.is_numeric():
-            numeric.append(column.cast(pl.Float64))
-            continue
-        text.append(column.cast(pl.String))
-        if column.dtype == pl.Boolean:
-            long.bools.add(key)
-        if is_json:
-            long.lists.add(key)
-    frames = [_empty_metrics()]
-    if numeric:
-        frames.append(pl.DataFrame([row, *numeric])
-                      .unpivot(index="row", variable_name="metric", value_name="value")
-                      .drop_nulls("value").with_columns(text=pl.lit(None, pl.String)))
-    if text:
-        frames.append(pl.DataFrame([row, *text])
-                      .unpivot(index="row", variable_name="metric", value_name="text")
-                      .drop_nulls("text").with_columns(value=pl.lit(None, pl.Float64)))
-    long.frame = pl.concat([f.select("row", "metric", "value", "text") for f in frames])
-    long.columns = numeric
-    return long
-
-
-def _empty_metrics():
-    import polars as pl
-
-    return pl.DataFrame(schema={"row": pl.UInt32, "metric": pl.String, "value": pl.Float64,
-                                "text": pl.String})
-
-
-#: Type codes of metric values (:data:`aorta_core.records.MetricValue`), numbers first.
-_KIND = {float: 0, int: 1, bool: 2, str: 3, list: 4}
-
-
-def _text_of(value: Any) -> str:
-    """A non-numeric value as the long form's ``text`` (a bool as polars casts it)."""
-    if type(value) is str:
-        return value
-    if type(value) is bool:
-        return "true" if value else "false"
-    return _encode(value).decode()
-
-
-def _sparse_metrics(rows: list[dict[str, Any]], keys: list[str], present: int) -> _LongMetrics:
-    """Sparse metrics (many names, each in few trials), value by value: memory and time linear
-    in the values present. Each metric keeps the type :func:`_metric_series` gives it: one of a
-    single kind (or of ints and floats) is typed here in bulk; the rare one that mixes other
-    kinds, or holds an int beyond 64 bits, goes through :func:`_metric_series` itself."""
-    import polars as pl
-
-    names: list[str] = []
-    values: list[Any] = []
-    counts: list[int] = []
-    for i, metrics in enumerate(rows):
-        names.extend(metrics)
-        values.extend(metrics.values())
-        counts.append(len(metrics))
-        rows[i] = {}  # its names and values live on in names and values
-    kind = pl.Series("kind", list(map(_KIND.__getitem__, map(type, values))), pl.UInt8)
-    frame = pl.DataFrame({
-        "row": _repeat_index(pl.Series(counts, dtype=pl.UInt32)),
-        "metric": pl.Series(names, dtype=pl.String), "kind": kind})
-    del names
-    value = pl.repeat(None, present, dtype=pl.Float64, eager=True).alias("value")
-    text = pl.repeat(None, present, dtype=pl.String, eager=True).alias("text")
-
-    def of_kind(mask) -> list[Any]:
-        return list(compress(values, mask.to_list()))
-
-    value.scatter((kind == 0).arg_true(), pl.Series(of_kind(kind == 0), dtype=pl.Float64))
-    has_ints = pl.lit(False)
-    try:
-        value.scatter((kind == 1).arg_true(),
-                      pl.Series(of_kind(kind == 1), dtype=pl.Int64, strict=True)
-                      .cast(pl.Float64))
-    except (TypeError, OverflowError, pl.exceptions.PolarsError):  # an int beyond 64 bits
-        has_ints = (pl.col("lo") <= 1) & (pl.col("hi") >= 1)
-    others = kind >= 2
-    text.scatter(others.arg_true(), list(map(_text_of, of_kind(others))))
-    per = frame.group_by("metric").agg(lo=pl.col("kind").min(), hi=pl.col("kind").max())
-    single = per.filter(pl.col("lo") == pl.col("hi"))
-    long = _LongMetrics(bools=set(single.filter(pl.col("lo") == 2)["metric"]),
-                        lists=set(single.filter(pl.col("lo") == 4)["metric"]))
-    mixed = per.filter(((pl.col("lo") != pl.col("hi")) & (pl.col("hi") >= 2)) | has_ints)
-    if mixed.height:
-        _retype(frame.select("metric").with_row_index("at")
-                .filter(pl.col("metric").is_in(mixed["metric"].implode())),
-                values, value, text, long)
-    values.clear()
-    order = pl.Enum(keys)
-    long.frame = (frame.with_columns(value, text)
-                  .filter(pl.col("value").is_not_null() | pl.col("text").is_not_null())
-                  .sort(pl.col("text").is_not_null(), pl.col("metric").cast(order),
-                        maintain_order=True)
-                  .select("row", "metric", "value", "text"))
-    return long
-
-
-def _repeat_index(counts):
-    """[0, 0, 0, 1, 2, 2] for counts [3, 1, 2]: the row of each value."""
-    import polars as pl
-
-    return pl.int_range(counts.len(), dtype=pl.UInt32, eager=True).repeat_by(counts).explode() \
-        .drop_nulls()
-
-
-def _retype(where, values: list[Any], value, text, long: _LongMetrics) -> None:
-    """Type the metrics at rows ``where`` (``at``, ``metric``) as :func:`_metric_series` does."""
-    import polars as pl
-
-    for (name,), group in where.group_by("metric", maintain_order=True):
-        at = group["at"]
-        column, is_json = _metric_series(name, [values[i] for i in at])
-        none = pl.repeat(None, len(at), eager=True)
-        if column.dtype.is_numeric():
-            value.scatter(at, column.cast(pl.Float64))
-            text.scatter(at, none.cast(pl.String))
-        else:
-            text.scatter(at, column.cast(pl.String))
-            value.scatter(at, none.cast(pl.Float64))
-            if is_json:
-                long.lists.add(name)
+    for name, (first, count) in found.items():
+        others = f" (and {count - 1} other record(s))" if count > 1 else ""
+        warning_line(f"metric {name!r} of {paths.get(first, 'a record')}{others} collides with "
+                     "the matrix's own column; it is left out: rename it in the "
+                     "collector/payload")
 
 
 def _trials_frame(trials: _Trials, axis_names: list[str]):
@@ -404,24 +281,23 @@ def _trials_frame(trials: _Trials, axis_names: list[str]):
     )
 
 
-def _long(meta, metrics: _LongMetrics, axis_cols: list[str]):
-    """``matrix.parquet``: one row per trial and metric, wall time and the numeric metrics
-    (``value``) before the rest (``text``: strings, bools, lists as JSON)."""
+def _write_long(tmp: Path, meta, metrics: LongMetrics, axis_cols: list[str]) -> None:
+    """``matrix.parquet``: one row per trial and metric, each trial's wall time first, then the
+    metrics (:class:`~aorta_core.matrix_long.LongMetrics`' order), each row with its trial's
+    axes, cell, index and verdict. Streamed: those columns are never held for every row."""
     import polars as pl
 
-    wall = (meta.select(row=pl.int_range(pl.len(), dtype=pl.UInt32), metric=pl.lit(WALL),
-                        value=pl.col(WALL), text=pl.lit(None, pl.String))
+    wall = (meta.lazy().select(row=pl.int_range(pl.len(), dtype=pl.UInt32), metric=pl.lit(WALL),
+                               value=pl.col(WALL), text=pl.lit(None, pl.String))
             .drop_nulls("value"))
-    rows = pl.concat([wall, metrics.frame])
-    index = [*axis_cols, *_ID]
-    ids = meta.select(pl.col(*index).gather(rows["row"])) if index else meta
-    schema = {**{c: pl.String for c in axis_cols}, "cell": pl.String, "trial": pl.Int64,
-              "verdict": pl.String, "metric": pl.String, "value": pl.Float64, "text": pl.String}
-    return pl.concat([pl.DataFrame(schema=schema),
-                      ids.hstack(rows.select("metric", "value", "text"))])
+    row = pl.col("row")
+    ids = [pl.lit(meta[c]).gather(row).alias(c) for c in (*axis_cols, *_ID)]
+    (pl.concat([wall, metrics.frame.lazy()])
+     .select(*ids, "metric", "value", "text")
+     .sink_parquet(tmp))
 
 
-def _texts(meta, metrics: _LongMetrics) -> dict[str, dict[str, Any]]:
+def _texts(meta, metrics: LongMetrics) -> dict[str, dict[str, Any]]:
     """Non-numeric metrics (e.g. top kernel names) of each cell's first passing trial."""
     import polars as pl
 
@@ -493,18 +369,11 @@ def _build(output: Path) -> MatrixResult:
     cells: list[dict] = []
     bad: list[BadRecord] = []
     trials = _Trials.gather(records_of(output, cells, bad))
-    keys = list(dict.fromkeys(chain.from_iterable(trials.metrics)))
-    reserved = _reserved(keys)
-    if reserved:
-        _drop_reserved(output, trials.metrics, reserved)
-        dropped = set(reserved)
-        keys = [k for k in keys if k not in dropped]
-    metrics = _long_metrics(trials.metrics, keys)
+    metrics = trials.long_form(output)
     axis_names = sorted({a for axes in trials.axes for a in axes}
                         | {a for c in cells for a in (c.get("axes") or {})})
     meta = _trials_frame(trials, axis_names)
-    long = _long(meta, metrics, [f"axis:{a}" for a in axis_names])
-    stats = (summaries(long, WALL, len(cells)) if metrics.columns is None
+    stats = (summaries(metrics.frame, meta, WALL) if metrics.columns is None
              else column_summaries(meta.select("cell", "verdict", WALL).hstack(metrics.columns),
                                    WALL))
     matrix_cells = _cell_entries(cells, trials.first, meta, *stats, _texts(meta, metrics))
@@ -524,6 +393,7 @@ def _build(output: Path) -> MatrixResult:
     }
     paths = [output / n for n in ("matrix.json", "matrix.parquet", "perf.md")]
     write_atomic(paths[0], lambda tmp: write_matrix_json(tmp, matrix))
-    write_atomic(paths[1], long.write_parquet)
+    axis_cols = [f"axis:{a}" for a in axis_names]
+    write_atomic(paths[1], lambda tmp: _write_long(tmp, meta, metrics, axis_cols))
     write_atomic(paths[2], lambda tmp: _write_lines(tmp, render_lines(matrix)))
     return MatrixResult(paths, matrix_cells, bad)

@@ -36,46 +36,105 @@ _CHUNK = 20_000
 
 @dataclass(frozen=True)
 class ListedSummary:
-    """A cell's ``metrics_summary`` kept as a frame: ``metric`` and :data:`STATS`, the names in
-    the order they first appear in the sweep."""
+    """A cell's ``metrics_summary`` kept as two frames: ``alone`` (``metric``, ``value``) for the
+    metrics with one value, whose statistics are that value (most, when names are sparse), and
+    ``grouped`` (``metric`` and :data:`STATS`) for the rest; each in the order the names first
+    appear in the cell, ``alone`` first."""
 
-    frame: Any
+    alone: Any
+    grouped: Any
 
     def __len__(self) -> int:
-        return self.frame.height
+        return self.alone.height + self.grouped.height
 
-    def chunks(self) -> Iterator[dict[str, dict[str, Any]]]:
-        """The summary as dicts of at most :data:`_CHUNK` metrics each."""
+    def json_members(self) -> Iterator[str]:
+        """The summary's members as JSON text (``"<metric>": {"mean": ..., "n": ...}``), at
+        most :data:`_CHUNK` to a string, one to a line: formatted by polars, since a Python
+        dict per metric would cost more than the rest of the matrix. Infinities (a mean that
+        overflowed) become null, as :func:`~aorta_core.records.dump_json` makes them."""
         import polars as pl
 
-        for part in self.frame.iter_slices(_CHUNK):
-            yield dict(zip(part["metric"], part.select(pl.struct(*STATS)).to_series().to_list(),
-                           strict=True))
+        def finite(column: str):
+            return pl.when(pl.col(column).is_finite()).then(pl.col(column))
+
+        name = pl.struct(pl.col("metric").alias("k")).struct.json_encode().str.slice(5) \
+            .str.strip_suffix("}")
+        one = finite("value")
+        alone = pl.struct(mean=one, median=one, std=pl.lit(None, pl.Float64), min=one, max=one,
+                          n=pl.lit(1, pl.UInt32))
+        grouped = pl.struct(*(finite(s).alias(s) for s in STATS[:-1]), "n")
+        for frame, stats in ((self.alone, alone), (self.grouped, grouped)):
+            member = pl.concat_str(name, pl.lit(": "), stats.struct.json_encode())
+            for part in frame.iter_slices(_CHUNK):
+                yield part.select(member.str.join("\n")).item()
 
 
-def summaries(long, wall: str, cells: int) -> tuple[dict[str, dict], dict[str, Any]]:
-    """(wall time statistics by cell, metrics_summary by cell) from the long form's numeric
-    rows of passing trials; a summary is a dict, or a :class:`ListedSummary` when the sweep's
-    table of cells x names would be large and sparse."""
+def summaries(metrics, meta, wall: str) -> tuple[dict[str, dict], dict[str, Any]]:
+    """(wall time statistics by cell, metrics_summary by cell) over the passing trials, from the
+    long form's numbers (``metrics``: ``row``, ``metric``, ``value``) and ``meta`` (one row per
+    trial: ``cell``, ``verdict``, ``wall``). A summary is a dict, or a :class:`ListedSummary`
+    when the sweep's table of cells x names would be large and sparse."""
     import polars as pl
 
+    walls, _ = column_summaries(meta.select("cell", "verdict", wall), wall)
+    cells = meta["cell"].unique(maintain_order=True)
+    names = cells.to_list()
+    code = meta["cell"].replace_strict(cells, pl.int_range(cells.len(), dtype=pl.UInt32,
+                                                            eager=True))
+    keep = (meta["verdict"] == "pass").gather(metrics["row"]) & metrics["value"].is_not_null()
+    numbers = metrics.filter(keep).select("row", "metric", "value")
+    numbers = numbers.select(code.gather(numbers["row"]).alias("cell"), "metric", "value") \
+        .with_row_index("at")
     value = pl.col("value")
-    stats = (long.filter((pl.col("verdict") == "pass") & value.is_not_null())
-             .group_by("cell", "metric", maintain_order=True)
-             .agg(mean=value.mean(), median=value.median(), std=value.std(), min=value.min(),
-                  max=value.max(), n=value.count()))
-    is_wall = pl.col("metric") == wall
-    walls = {cell: entry for cell, _, entry in _by_metric(stats.filter(is_wall))}
-    stats = stats.filter(~is_wall)
-    slots = cells * stats["metric"].n_unique()
-    if slots <= WIDE_LIMIT or not sparse(slots, stats.height):
-        out: dict[str, dict] = {}
-        for cell, metric, entry in _by_metric(stats):
-            out.setdefault(cell, {})[metric] = entry
+    numbers = numbers.with_columns(alone=_alone(numbers))
+    grouped = (numbers.filter(~pl.col("alone")).group_by("cell", "metric")
+               .agg(pl.col("at").first(), mean=value.mean(), median=value.median(),
+                    std=value.std(), min=value.min(), max=value.max(), n=value.count())
+               .select("at", "cell", "metric", *STATS))
+    entries = numbers["alone"].sum() + grouped.height
+    slots = cells.len() * numbers.select(pl.col("metric").approx_n_unique()).item()
+    if slots > WIDE_LIMIT and sparse(slots, entries):
+        alone = numbers.filter(pl.col("alone")).select("cell", "metric", "value")
+        del numbers
+        if not alone["cell"].is_sorted():  # each cell's trials are read together: never
+            alone = alone.sort("cell", maintain_order=True)
+        ends = alone["cell"].search_sorted(pl.int_range(1, len(names) + 1, eager=True),
+                                           side="left").to_list()
+        grouped_by = grouped.sort("at").drop("at").partition_by("cell", as_dict=True,
+                                                                include_key=False)
+        no_grouped = grouped.clear().drop("at", "cell")
+        out = {}
+        for cell, (start, end) in enumerate(zip([0, *ends], ends, strict=False)):
+            part = alone.slice(start, end - start).drop("cell")  # a view, not a copy
+            if part.height or (cell,) in grouped_by:
+                out[names[cell]] = ListedSummary(part, grouped_by.get((cell,), no_grouped))
         return walls, out
-    return (walls, {cell: ListedSummary(frame.drop("cell"))
-             for (cell,), frame in stats.partition_by("cell", as_dict=True,
-                                                      maintain_order=True).items()})
+    numbers = numbers.filter(pl.col("alone"))
+    stats = pl.concat([
+        numbers.select("at", "cell", "metric", mean=value, median=value,
+                       std=pl.lit(None, pl.Float64), min=value, max=value,
+                       n=pl.lit(1, pl.UInt32)), grouped]).sort("at")
+    out: dict[str, dict] = {}
+    for cell, metric, entry in _by_metric(stats):
+        out.setdefault(names[cell], {})[metric] = entry
+    return walls, out
+
+
+def _alone(numbers):
+    """Which rows of ``numbers`` are the only value of their cell (a ``UInt32`` code) and metric,
+    found through a sorted hash of the pair (a hash table of millions of pairs costs several
+    times the values). Two pairs whose hashes collide are left to the grouping, which gives one
+    value the same statistics."""
+    import numpy as np
+    import polars as pl
+
+    key = numbers["cell"].to_numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    key ^= numbers["metric"].hash().to_numpy()
+    ordered = np.sort(key)
+    shared = ordered[1:][ordered[1:] == ordered[:-1]]
+    del ordered
+    return pl.Series(np.isin(key, shared, invert=True) if shared.size else
+                     np.ones(key.size, dtype=bool))
 
 
 def column_summaries(wide, wall: str) -> tuple[dict[str, dict], dict[str, dict]]:
@@ -137,10 +196,9 @@ def write_matrix_json(tmp: Path, matrix: dict[str, Any]) -> None:
 def _write_summary(write: Callable[[bytes], object], summary: ListedSummary, indent: int
                    ) -> None:
     """A summary formatted as if at ``indent`` spaces inside :func:`dump_json`'s output."""
-    pad = b"\n" + b" " * indent
+    pad = "\n" + " " * (indent + 2)
     first = True
-    for chunk in summary.chunks():
-        body = dump_json(chunk)[2:-2]  # its members, at two spaces: '{\n' ... '\n}'
-        write((b"{" if first else b",") + pad + body.replace(b"\n", pad))
+    for members in summary.json_members():
+        write((("{" if first else ",") + pad + members.replace("\n", "," + pad)).encode())
         first = False
-    write(b"{}" if first else pad + b"}")
+    write(b"{}" if first else f"\n{' ' * indent}}}".encode())

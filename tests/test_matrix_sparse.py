@@ -14,20 +14,23 @@ import pytest
 from cli_helpers import run_aorta
 from needs import NO_GPU
 
+from aorta_core.matrix_long import CHUNK_VALUES
 from aorta_core.records import SCHEMA_VERSION, write_json_atomic
 
 CELLS, TRIALS, NAMES, SHARED = 10, 5, 400, 40
 VERDICTS = ("pass", "pass", "fail", "pass", "error")
 
 
-def _metrics(rnd: random.Random, index: int, trial: int) -> dict:
+def _metrics(rnd: random.Random, index: int, trial: int, records: int) -> dict:
     """NAMES metrics: SHARED names every trial has (floats, ints, ints mixed with floats, a
-    bool, a list, a metric whose type changes), the rest this record's own (numbers, text)."""
-    metrics: dict = {f"shared_f{k}": rnd.uniform(-1e3, 1e3) for k in range(SHARED - 6)}
+    bool, a list, a metric whose type changes from trial to trial, an int that turns to text in
+    the last records only), the rest this record's own (numbers, text)."""
+    metrics: dict = {f"shared_f{k}": rnd.uniform(-1e3, 1e3) for k in range(SHARED - 7)}
     metrics |= {"shared_int": rnd.randint(-10**9, 10**9),
                 "shared_mix": rnd.randint(0, 9) if trial % 2 else rnd.random(),
                 "shared_flag": trial % 2 == 0, "shared_kernels": [f"k{trial}", "gemm<1>"],
                 "shared_changes": "text|x" if trial % 2 else 7.5,
+                "shared_late": "late" if index >= records - 3 else rnd.randint(-10**12, 10**12),
                 "shared_artifact_dir": f"/runs/{index}"}
     own = NAMES - len(metrics)
     metrics |= {f"r{index}_{k}": rnd.expovariate(1e-3) for k in range(own - 10)}
@@ -35,14 +38,14 @@ def _metrics(rnd: random.Random, index: int, trial: int) -> dict:
     return metrics
 
 
-def _write(output: Path) -> list[dict]:
+def _write(output: Path, cells: int) -> list[dict]:
     rnd = random.Random(23)
     written = []
-    for index in range(CELLS * TRIALS):
+    for index in range(cells * TRIALS):
         cell, trial = f"c={index // TRIALS}", index % TRIALS
         record = {"schema_version": SCHEMA_VERSION, "cell": cell, "axes": {"c": cell[2:]},
                   "trial": trial, "verdict": VERDICTS[trial], "wall_time_s": rnd.random(),
-                  "metrics": _metrics(rnd, index, trial),
+                  "metrics": _metrics(rnd, index, trial, cells * TRIALS),
                   "environment": {"host": "h", "gpus": [], "packages": {}, "python": "3.11"}}
         folder = output / "cells" / cell / f"trial_{trial:03d}"
         folder.mkdir(parents=True)
@@ -77,9 +80,13 @@ def _expected_long(records: list[dict]) -> tuple[dict, dict, dict]:
     return values, texts, kinds
 
 
-def test_many_sparse_names_every_value_and_statistic(tmp_path: Path):
+@pytest.mark.parametrize("cells", [CELLS, 8 * CELLS], ids=["at-once", "in-chunks"])
+def test_many_sparse_names_every_value_and_statistic(tmp_path: Path, cells: int):
+    """Also with more values than the matrix turns into columns at a time (``CHUNK_VALUES``): a
+    metric's type then changes in a later chunk than the first."""
     out = tmp_path / "out"
-    records = _write(out)
+    records = _write(out, cells)
+    assert (sum(len(r["metrics"]) for r in records) > CHUNK_VALUES) == (cells > CELLS)
     done = run_aorta(["matrix", str(out)], cwd=tmp_path, env=NO_GPU)
     assert done.returncode == 0, done.stderr
     long = pl.read_parquet(out / "matrix.parquet")
@@ -124,14 +131,15 @@ def test_many_sparse_names_every_value_and_statistic(tmp_path: Path):
 
     perf = (out / "perf.md").read_text()
     statistics = sum(len(c["metrics_summary"]) for c in matrix["cells"])
-    assert f"Numeric metrics: {statistics} statistics over {CELLS} cells" in perf
+    assert f"Numeric metrics: {statistics} statistics over {cells} cells" in perf
     assert "shared_f0" not in perf and len(perf) < 10_000
 
 
 def test_the_same_trials_give_the_same_matrix_in_either_layout(tmp_path: Path):
     """Twenty trials' metrics built column by column (dense), and again with forty names of
     their own added to each trial (so value by value): the shared metrics' statistics, texts and
-    long-form rows are identical, to the bit."""
+    long-form rows are identical, to the bit (the rows in another order: metric by metric in the
+    one, trial by trial in the other)."""
     rnd = random.Random(7)
     shared = [{"x_ms": rnd.uniform(0, 1e4), "x_n": rnd.randint(0, 10**6),
                "x_mix": rnd.randint(0, 9) if t % 3 else rnd.random(), "x_on": t % 2 == 1,
@@ -160,5 +168,5 @@ def test_the_same_trials_give_the_same_matrix_in_either_layout(tmp_path: Path):
                                         if not k.startswith("pad")}
         assert a["metrics_text"] == b["metrics_text"] and a["metrics_text"]
     rows = [pl.read_parquet(o / "matrix.parquet").filter(~pl.col("metric").str.starts_with("pad"))
-            for o in outputs]
+            .sort("cell", "trial", "metric") for o in outputs]
     assert rows[0].equals(rows[1]) and rows[0].height > 20 * 7
