@@ -20,8 +20,8 @@ from typing import Any
 from aorta_core.records import dump_json
 
 STATS = ("mean", "median", "std", "min", "max", "n")
-#: perf.md's table of cells x numeric metrics stays one column per metric up to this many slots
-#: (or while it is dense: :func:`sparse`); beyond, summaries are listed.
+#: The table of cells x numeric metrics (perf.md, report.html) keeps a column per metric up to
+#: this many slots, or while it is dense (:func:`table_fits`); beyond, summaries are listed.
 WIDE_LIMIT = 100_000
 #: A table (trials or cells x metric names) is sparse with more than this many slots per value.
 SLOTS_PER_VALUE = 4
@@ -31,6 +31,15 @@ def sparse(slots: int, values: int) -> bool:
     """Whether a table of ``slots`` holding ``values`` is mostly empty: then it is built and
     summarised value by value, since one column per name would cost every slot."""
     return slots > SLOTS_PER_VALUE * values
+
+
+def table_fits(cells: int, names: int, entries: int) -> bool:
+    """Whether a table of ``cells`` x metric ``names`` holding ``entries`` statistics may have
+    a column per name (perf.md, report.html): small, or mostly filled."""
+    slots = cells * names
+    return slots <= WIDE_LIMIT or not sparse(slots, entries)
+
+
 _CHUNK = 20_000
 
 
@@ -92,8 +101,8 @@ def summaries(metrics, meta, wall: str) -> tuple[dict[str, dict], dict[str, Any]
                     std=value.std(), min=value.min(), max=value.max(), n=value.count())
                .select("at", "cell", "metric", *STATS))
     entries = numbers["alone"].sum() + grouped.height
-    slots = cells.len() * numbers.select(pl.col("metric").approx_n_unique()).item()
-    if slots > WIDE_LIMIT and sparse(slots, entries):
+    if not table_fits(cells.len(), numbers.select(pl.col("metric").approx_n_unique()).item(),
+                      entries):
         alone = numbers.filter(pl.col("alone")).select("cell", "metric", "value")
         del numbers
         if not alone["cell"].is_sorted():  # each cell's trials are read together: never

@@ -170,3 +170,23 @@ def test_the_same_trials_give_the_same_matrix_in_either_layout(tmp_path: Path):
     rows = [pl.read_parquet(o / "matrix.parquet").filter(~pl.col("metric").str.starts_with("pad"))
             .sort("cell", "trial", "metric") for o in outputs]
     assert rows[0].equals(rows[1]) and rows[0].height > 20 * 7
+
+
+def test_the_report_of_many_sparse_names_counts_them_instead_of_a_column_each(tmp_path: Path):
+    """report.html, like perf.md, keeps a column per metric only while the table of cells x
+    names is small or mostly filled: here it would have ~18,000 columns, nearly all empty."""
+    out = tmp_path / "out"
+    _write(out, CELLS)
+    assert run_aorta(["matrix", str(out)], cwd=tmp_path, env=NO_GPU).returncode == 0
+    done = run_aorta(["report", "sweep", str(out)], cwd=tmp_path,
+                     env={**NO_GPU, "AORTA_REPORT_PNG": "0"})
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").read_text()
+    matrix = json.loads((out / "matrix.json").read_text())
+    statistics = sum(len(c["metrics_summary"]) for c in matrix["cells"])
+    names = len({m for c in matrix["cells"] for m in c["metrics_summary"]})
+    assert names > 10_000
+    assert (f"Numeric metrics: {statistics} statistics of {names} names over {CELLS} cells, too "
+            "many names for a column each") in page
+    assert "<th>r3_0</th>" not in page and "<th>shared_f0</th>" not in page
+    assert page.count("<th>") < 60, page.count("<th>")

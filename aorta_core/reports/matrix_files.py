@@ -41,9 +41,11 @@ def _refused(output: Path, name: str, exc: OSError) -> BadMatrix:
 
 
 class _Environment(msgspec.Struct):
-    gpus: list[dict[str, Any]] = []
-    packages: dict[str, Any] = {}
-    collectors: dict[str, Any] = {}
+    """``null`` where the records did not say (``aorta matrix`` writes what they hold)."""
+
+    gpus: list[dict[str, Any]] | None = None
+    packages: dict[str, Any] | None = None
+    collectors: dict[str, Any] | None = None
 
 
 class _Cell(msgspec.Struct):

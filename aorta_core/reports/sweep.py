@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.matrix import WALL
+from aorta_core.matrix_summary import table_fits
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
@@ -59,8 +60,14 @@ def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
 def _cells(page: Page, matrix: dict[str, Any]) -> None:
     cells = matrix["cells"]
     axes = [a for a in matrix.get("axes") or [] if isinstance(a, str)]
-    metrics = sorted({m for c in cells for m in (c.get("metrics_summary") or {})})
+    names = {m for c in cells for m in (c.get("metrics_summary") or {})}
     page.heading("Cells (median ± sample std over passing trials)")
+    entries = sum(len(c.get("metrics_summary") or {}) for c in cells)
+    metrics = sorted(names) if table_fits(len(cells), len(names), entries) else []
+    if names and not metrics:
+        page.paragraph(f"Numeric metrics: {entries} statistics of {len(names)} names over "
+                       f"{len(cells)} cells, too many names for a column each; see "
+                       "metrics_summary in matrix.json and matrix.parquet.", "note")
     rows = []
     for c in cells:
         t = c.get("trials") or {}
@@ -89,9 +96,11 @@ def _spread(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.figure(f"spread_{metric}",
                     figure(data, metric, "cell", metric, showlegend=False))
     if len(metrics) > MAX_SPREAD_FIGURES:
-        page.paragraph(f"{len(metrics) - MAX_SPREAD_FIGURES} more metric(s) not plotted: "
-                       f"{', '.join(metrics[MAX_SPREAD_FIGURES:])}; matrix.parquet has them.",
-                       "note")
+        more = metrics[MAX_SPREAD_FIGURES:]
+        named = ", ".join(more[:MAX_SPREAD_FIGURES]) + (", …" if len(more) > MAX_SPREAD_FIGURES
+                                                         else "")
+        page.paragraph(f"{len(more)} more metric(s) not plotted: {named}; matrix.parquet has "
+                       "them.", "note")
 
 
 def _collectors(matrix: dict[str, Any]) -> list[str]:
