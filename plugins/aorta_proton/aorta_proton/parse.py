@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+import msgspec
 
 from aorta_core import FileRefused, json_number, read_limited, without_bom
 from aorta_proton.session import METADATA_FRAME
@@ -33,10 +33,14 @@ SCOPE_KEYS = 10
 
 
 def _number(value: Any) -> float | None:
-    """A finite, non-negative JSON number, else ``None`` (bools are not numbers here)."""
+    """A finite, non-negative JSON number, else ``None`` (bools are not numbers here; an int
+    beyond a float's range is not one either)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) and number >= 0 else None
 
 
@@ -116,11 +120,13 @@ def _frames(tree: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 def _load(path: Path, root: Path) -> Any:
     try:
         with without_bom(read_limited(path, root)) as text:
-            return orjson.loads(text)
+            return msgspec.json.decode(text)
     except FileRefused as exc:  # a FIFO, a device, a link out of the folder, too large
         warnings.warn(f"{exc}; its metrics are omitted", stacklevel=3)
-    except (OSError, orjson.JSONDecodeError) as exc:
+    except (OSError, msgspec.DecodeError) as exc:
         warnings.warn(f"cannot read {path.name}: {exc}", stacklevel=3)
+    except RecursionError:  # msgspec's limit on nesting: a tree no profiler writes
+        warnings.warn(f"cannot read {path.name}: JSON nested too deeply", stacklevel=3)
     return None
 
 

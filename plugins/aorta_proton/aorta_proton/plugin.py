@@ -1,6 +1,6 @@
 """The ``proton`` collector's hook implementations (entry point ``aorta.collectors: proton``).
 
-Importing this module is cheap: Triton, orjson and subprocesses are reached only inside hooks.
+Importing this module is cheap: Triton, msgspec and subprocesses are reached only inside hooks.
 """
 
 from __future__ import annotations
