@@ -42,22 +42,45 @@ def create_new(path: Path) -> BinaryIO:
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "wb")
 
 
+class AtomicFile:
+    """A file written in place of ``path``: created exclusively beside it (:func:`create_new`),
+    renamed over ``path`` by :meth:`commit`, removed by :meth:`discard`; a reader never sees
+    half of it. For content written as it comes (:func:`write_atomic` for the rest)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.tmp = temporary_beside(path)
+        try:
+            self.fh = create_new(self.tmp)  # ours: no link, no race
+        except OSError as exc:
+            exc.filename = str(path)  # the temporary's name would mean nothing to a user
+            raise
+
+    def commit(self) -> None:
+        self.fh.close()
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        self.fh.close()
+        self.tmp.unlink(missing_ok=True)
+
+
 def write_atomic(path: Path, content: bytes | Callable[[Path], object]) -> None:
     """Replace ``path`` by ``content`` (bytes, or a function that writes the file it is given).
 
     On any failure the temporary file is removed and ``path`` keeps its previous content.
     """
-    tmp = temporary_beside(path)
+    out = AtomicFile(path)
     try:
-        with create_new(tmp) as fh:  # ours: no link, no race
-            if not callable(content):
-                fh.write(content)
         if callable(content):
-            content(tmp)  # rewrites the file just created
-        os.replace(tmp, path)
+            out.fh.close()
+            content(out.tmp)  # rewrites the file just created
+        else:
+            out.fh.write(content)
+        out.commit()
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):
+        out.discard()
+        if isinstance(exc, OSError) and exc.filename in (None, str(out.tmp)):
             exc.filename = str(path)  # write() names no file, and the temporary is ours
         raise
 

@@ -10,7 +10,6 @@ join unrelated lanes and arrows.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import zlib
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from aorta_core.files import create_new, open_limited, read_limited, temporary_beside
+from aorta_core.files import AtomicFile, open_limited, read_limited
 
 #: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
@@ -193,12 +192,9 @@ class TraceWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.count = 0
-        self._tmp = temporary_beside(path)
-        # closed by close() or abort(): the file outlives this call; created anew, so a link
-        # left at a temporary name is never written through
-        self._raw = create_new(self._tmp)
-        self._fh = (gzip.GzipFile(fileobj=self._raw, mode="wb") if path.name.endswith(".gz")
-                    else self._raw)
+        self._out = AtomicFile(path)  # committed by close(), discarded by abort()
+        self._fh = (gzip.GzipFile(fileobj=self._out.fh, mode="wb")
+                    if path.name.endswith(".gz") else self._out.fh)
         self._fh.write(b'{"traceEvents":[\n')
 
     def write(self, events: Sequence[Event]) -> None:
@@ -215,13 +211,11 @@ class TraceWriter:
             self._fh.write(b"," + _ENCODER.encode(key) + b":" + _ENCODER.encode(value))
         self._fh.write(b"}\n")
         self._fh.close()
-        self._raw.close()
-        os.replace(self._tmp, self.path)
+        self._out.commit()
 
     def abort(self) -> None:
         self._fh.close()
-        self._raw.close()
-        self._tmp.unlink(missing_ok=True)
+        self._out.discard()
 
     def __enter__(self) -> TraceWriter:
         return self
