@@ -33,6 +33,7 @@ from msgspec import UNSET
 
 from aorta_core.benchmark.schema import RankRecord, decode_line
 from aorta_core.benchmark.stream_overlap import COMM_KINDS
+from aorta_core.files import FileRefused, read_limited
 from aorta_core.intervals import merged
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
@@ -150,7 +151,10 @@ def _record_start(record: Mapping[str, Any] | None) -> tuple[int, int] | None:
 def _iterations(path: Path, warn: Warn) -> list[RankRecord]:
     """The rank's benchmark records, by start time; lines of another schema are skipped."""
     try:
-        lines = path.read_bytes().splitlines()
+        lines = read_limited(path).splitlines()  # a FIFO, a device or a huge file is refused
+    except FileRefused as exc:
+        warn(f"skipping {exc}")
+        return []
     except OSError as exc:
         warn(f"skipping {path}: {exc.strerror}")
         return []

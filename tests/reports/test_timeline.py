@@ -237,6 +237,13 @@ def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     doc = _load(trial / "timeline.json")
     assert {s["kind"] for s in doc["otherData"]["sources"] if s["rank"] == 1} == {"benchmark"}
 
+    telemetry = trial / "benchmark" / "rank_01_metrics.jsonl"  # read within the budget
+    done = aorta("timeline", str(trial), cwd=tmp_path, env={"AORTA_READ_LIMIT_MB": "0.001"})
+    assert any(line.startswith(f"aorta: warning: skipping {telemetry} is ")
+               and "MiB read limit; raise it with read_limit_mb=" in line
+               for line in done.stderr.splitlines()), done.stderr
+    assert "Traceback" not in done.stderr
+
     missing = aorta("timeline", str(tmp_path / "nope"), cwd=tmp_path, check=False)
     assert missing.returncode == 2 and "is not a folder" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
