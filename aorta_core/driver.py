@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aorta_core.lock import SweepLock, SweepLockedError
+from aorta_core.oneline import exception_line
 from aorta_core.progress import error_line, warning_line
 from aorta_core.records import RECORD_NAME
 
@@ -92,8 +93,8 @@ def _unstarted(exc: Exception) -> str:
 
     if isinstance(exc, HydraException | OmegaConfBaseException):
         return hydra_line(exc)
-    return (f"the sweep could not start ({type(exc).__name__}: {' '.join(str(exc).split())}); "
-            "nothing ran: fix the launcher or the command line (HYDRA_FULL_ERROR=1 shows the "
+    return (f"the sweep could not start ({exception_line(exc)}); nothing ran: "
+            "fix the launcher or the command line (HYDRA_FULL_ERROR=1 shows the "
             "traceback)")
 
 
@@ -155,8 +156,8 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
             if recorded_trials(output) > recorded:  # trials ran: a fault of a job, not of the
                 if os.environ.get("HYDRA_FULL_ERROR") == "1":  # command line
                     raise
-                error_line(f"the sweep stopped ({type(exc).__name__}: {' '.join(str(exc).split())}"
-                           f"); {recorded_trials(output)} trial records are kept: run the same "
+                error_line(f"the sweep stopped ({exception_line(exc)}); "
+                           f"{recorded_trials(output)} trial records are kept: run the same "
                            "command again to resume (HYDRA_FULL_ERROR=1 shows the traceback)")
                 return EXIT_FAILED
             _undo_start(output, existing, earlier)
@@ -176,7 +177,7 @@ def _finish(output: Path, allow_failures: bool) -> int:
     try:
         result = finish(output)
     except Exception as exc:  # the records are safe; only the merge failed
-        error_line(f"could not write the matrix of {output} ({type(exc).__name__}: {exc}); "
+        error_line(f"could not write the matrix of {output} ({exception_line(exc)}); "
                    f"the trial records are kept: fix the cause, then run aorta matrix {output}")
         return EXIT_FAILED
     return status_of(result.cells, allow_failures)

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from aorta_core.oneline import exception_line
+
 #: Seconds a hook may take when no ``hook_timeout`` is configured (``aorta parse``).
 DEFAULT_HOOK_TIMEOUT_S = 300.0
 
@@ -64,12 +66,6 @@ def naming(collector: str, hook: str) -> None:
         running.collector, running.hook = collector, hook
 
 
-def one_line(exc: BaseException) -> str:
-    """``Type: first line of the message`` (``Type`` alone when the message is empty)."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
 def call_hook(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
               ) -> HookOutcome:
     """Run ``fn()`` in its own thread; whatever happens, return a :class:`HookOutcome`."""
@@ -84,7 +80,7 @@ def call_hook(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOOK_TIME
                 try:
                     outcome.value = fn()
                 except BaseException as exc:  # a hook must never end the sweep
-                    outcome.error, outcome.failure = exc, one_line(exc)
+                    outcome.error, outcome.failure = exc, exception_line(exc)
             outcome.warnings = [str(w.message) for w in caught]
         finally:
             del _running[threading.get_ident()]

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from aorta_core.oneline import exception_line
+
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first pool: every
     import multiprocessing.context  # aorta command imports this module, few start a pool
     from concurrent.futures import Future
@@ -120,7 +122,7 @@ def _call(fn: Callable[[Any], T], item: Any) -> Mapped[T]:
     except MemoryError:
         return Mapped(item, error=f"out of memory ({_memory_note()})", memory=True)
     except Exception as exc:
-        return Mapped(item, error=f"{type(exc).__name__}: {exc}")
+        return Mapped(item, error=exception_line(exc))
 
 
 def _run(fn: Callable[[Any], T], item: Any) -> tuple[Mapped[T], list]:

@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from aorta_core.oneline import exception_line
+
 GROUP = "aorta.payload_sessions"
 _FAILED = object()
 
@@ -116,7 +118,7 @@ def _isolated(name: str, what: str, call: Any, /, *args: Any, **kwargs: Any) -> 
     except (Exception, SystemExit) as exc:
         warnings.warn(
             f"aorta payload: collector {name!r} session failed at {what} "
-            f"({type(exc).__name__}: {exc}); the workload goes on without it",
+            f"({exception_line(exc)}); the workload goes on without it",
             stacklevel=_workload_level(),
         )
         return _FAILED

@@ -24,8 +24,9 @@ from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun, launch_problem
 from aorta_core.failure import describe
 from aorta_core.files import remove
-from aorta_core.isolation import call_hook, named_once, one_line
+from aorta_core.isolation import call_hook, named_once
 from aorta_core.metrics import Notes, collector_metrics, safe_text, workload_metrics
+from aorta_core.oneline import exception_line
 from aorta_core.plugins import Registry
 from aorta_core.process import ProcessOutcome, WatchdogError, run_launch
 from aorta_core.records import (
@@ -80,7 +81,8 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
             n, "wrap_argv", launch=la, options=cell.collectors[n], artifact_dir=folders[n]),
             cell.hook_timeout_s)
         if isinstance(outcome.error, SetupError):
-            return launch, named_once(name, one_line(outcome.error).removeprefix("SetupError: "))
+            return launch, named_once(
+                name, exception_line(outcome.error).removeprefix("SetupError: "))
         if outcome.failure is not None:
             what = "wrap_argv " if outcome.error is None else ""  # a timeout names the hook
             return launch, f"{name}: {what}{outcome.failure}"
@@ -174,7 +176,8 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
         try:
             outcome = run_launch(launch, stdout, stderr, cell.timeout_s)
         except OSError as exc:
-            error = f"cannot start {safe_text(launch.argv[0])!r}: {exc.strerror or one_line(exc)}"
+            error = (f"cannot start {safe_text(launch.argv[0])!r}: "
+                     f"{exc.strerror or exception_line(exc)}")
         except WatchdogError as exc:
             error = str(exc)
     run = outcome and TrialRun(launch, outcome.returncode, outcome.timed_out, stdout, stderr)

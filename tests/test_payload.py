@@ -70,13 +70,17 @@ def lines(log) -> list[str]:
 
 
 def test_outside_a_trial_the_session_is_a_no_op(install, monkeypatch):
-    install("pl_quiet")
+    """No collector selected this process (its factory returns None): nothing runs inside the
+    block either, and nothing is warned or written."""
+    log = install("pl_quiet")
     monkeypatch.delenv("TEST_PAYLOAD_LOG")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with payload.session() as session:
+            assert session.names == ()
             session.step()
-    assert session.names == ()
+            assert session.names == ()
+    assert not log.exists()
 
 
 def test_sessions_start_in_name_order_step_and_stop_in_reverse(install, monkeypatch):

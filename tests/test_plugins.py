@@ -93,10 +93,22 @@ def test_a_collector_without_wrap_argv_is_an_error(plugin_site, tmp_path: Path):
 
 
 def test_plugins_table_is_human_readable(plugin_site, tmp_path: Path):
+    """One row per collector, its cells under the header's columns: a working one says ``ok``
+    and its description, a broken one ``error`` and why, in name order."""
     plugin_site.add("good", good_collector("good"))
-    done = run_aorta(["plugins"], cwd=tmp_path, env=_env(plugin_site))
-    assert done.returncode == 0
-    assert "good" in done.stdout and "aorta-test-good" in done.stdout and "ok" in done.stdout
+    plugin_site.add("broken", "raise ImportError('needs libfoo 2')\n", version="1.0.0")
+    done = run_aorta(["plugins"], cwd=tmp_path, env={**_env(plugin_site), "COLUMNS": "160"})
+    assert done.returncode == 0, done.stderr
+    rows = [[c.strip() for c in line.strip("│").split("│")]
+            for line in done.stdout.splitlines() if line.startswith("│")]
+    header = [c.strip() for c in done.stdout.splitlines()[2].strip("┃").split("┃")]
+    assert header == ["name", "distribution", "version", "status", "error / description"]
+    names = [r[0] for r in rows if r[0]]
+    assert names == sorted(names) and {"broken", "good"} <= set(names)
+    broken, good = (next(r for r in rows if r[0] == n) for n in ("broken", "good"))
+    assert good == ["good", "aorta-test-good", "0.3.1", "ok", "test collector"]
+    assert broken[:4] == ["broken", "aorta-test-broken", "1.0.0", "error"]
+    assert "needs libfoo 2" in broken[4]
 
 
 def test_two_collectors_wrap_in_order_and_both_parse(plugin_site, tmp_path: Path):

@@ -17,6 +17,7 @@ import msgspec
 
 from aorta_core.matrix import WALL
 from aorta_core.matrix_summary import table_fits
+from aorta_core.oneline import exception_line
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
@@ -224,8 +225,8 @@ def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
     try:
         matrix = matrix or load_matrix(output)  # bounded, checked: a FIFO or [] is a note
     except Exception as exc:
-        page.paragraph(f"No usable matrix.json in {output} ({type(exc).__name__}: "
-                       f"{' '.join(str(exc).split())[:200]}); run `aorta matrix {output}` then "
+        page.paragraph(f"No usable matrix.json in {output} ("
+                       f"{exception_line(exc, 200)}); run `aorta matrix {output}` then "
                        f"`aorta report sweep {output}`.", "bad")
         return page
     _header(page, output, matrix)
@@ -236,8 +237,8 @@ def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
             else:
                 section(page, matrix)
         except Exception as exc:
-            page.paragraph(f"The {title} section could not be built ({type(exc).__name__}: "
-                           f"{' '.join(str(exc).split())[:200]}).", "bad")
+            page.paragraph(f"The {title} section could not be built ("
+                           f"{exception_line(exc, 200)}).", "bad")
     return page
 
 
@@ -261,7 +262,7 @@ def write_sweep_report(output: Path, pngs: bool | None = None,
         if line and line.startswith("PNGs skipped"):
             warning_line(line)
     except Exception as exc:  # the sweep's results are safe; the page is a convenience
-        warning_line(f"could not write {path} ({type(exc).__name__}: {exc}); "
+        warning_line(f"could not write {path} ({exception_line(exc)}); "
                      f"run aorta report sweep {output} after fixing the cause")
         return None
     return path

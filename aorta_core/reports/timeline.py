@@ -35,6 +35,7 @@ from aorta_core.benchmark.schema import RankRecord, decode_line
 from aorta_core.benchmark.stream_overlap import COMM_KINDS
 from aorta_core.files import FileRefused, read_limited
 from aorta_core.intervals import merged
+from aorta_core.oneline import exception_line
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
@@ -576,6 +577,6 @@ def write_trial_timeline(trial_dir: Path, record: Mapping[str, Any] | None = Non
     try:
         done = build_timeline(Path(trial_dir), record=record)
     except Exception as exc:  # the trial's results matter more than its timeline
-        warning_line(f"no timeline for {trial_dir} ({type(exc).__name__}: {exc})")
+        warning_line(f"no timeline for {trial_dir} ({exception_line(exc)})")
         return None
     return done.path if done else None

@@ -1,0 +1,16 @@
+"""One line for an exception, in every message aorta prints or records about one: a traceback
+is not what a user acts on, and a message spread over lines breaks the one-line-per-fault rule."""
+
+from __future__ import annotations
+
+#: Characters of an exception's message kept in a line.
+LIMIT = 300
+
+
+def exception_line(exc: BaseException, limit: int = LIMIT) -> str:
+    """``Type: message``, the message's whitespace (newlines too) collapsed to single spaces and
+    cut at ``limit`` characters; ``Type`` alone when the message is empty."""
+    text = " ".join(str(exc).split())
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
