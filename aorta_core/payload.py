@@ -73,7 +73,7 @@ def session(rank: int | None = None, **context: Any) -> Iterator[Session]:
     such as torchprof's ``torch_profiler``); a factory ignores keys it does not know.
     """
     env = dict(os.environ)
-    rank = _rank(env) if rank is None else rank
+    rank = rank_from_env(env) if rank is None else rank
     handle = Session()
     try:
         for name, factory in _factories():
@@ -88,9 +88,11 @@ def session(rank: int | None = None, **context: Any) -> Iterator[Session]:
         handle._running.clear()
 
 
-def _rank(env: Mapping[str, str]) -> int:
+def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") -> int:
+    """The rank a launcher exported for this process (torchrun: ``RANK`` across the job,
+    ``LOCAL_RANK`` on its node); 0 when unset or not a number (a single process)."""
     try:
-        return int(env.get("RANK", "0"))
+        return int((os.environ if env is None else env).get(variable, "0"))
     except ValueError:
         return 0
 

@@ -14,6 +14,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.benchmark.config import ConfigError, compose_config
+from aorta_core.payload import rank_from_env
 
 
 def _one_line(exc: BaseException) -> str:
@@ -68,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except (HydraException, OmegaConfBaseException, ConfigError) as exc:
         print(f"aorta benchmark: bad config: {_one_line(exc)}", file=sys.stderr)
         return 2
-    rank = os.environ.get("RANK", "0")
-    logging.basicConfig(level=logging.INFO, format=f"[rank{rank}] %(message)s")
+    logging.basicConfig(level=logging.INFO, format=f"[rank{rank_from_env()}] %(message)s")
     from aorta_core.benchmark.distributed import DeviceError
     from aorta_core.benchmark.train import run
 

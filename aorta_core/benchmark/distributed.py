@@ -13,6 +13,7 @@ from torch import nn
 
 from aorta_core.benchmark.collectives import ddp_allreduce_hook
 from aorta_core.benchmark.config import ParallelConfig
+from aorta_core.payload import rank_from_env
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistConte
 
     A group always exists, so FSDP2/DDP run the same code path with one process as with many.
     """
-    local_rank = int(env.get("LOCAL_RANK", "0"))
+    local_rank = rank_from_env(env, "LOCAL_RANK")
     device = pick_device(requested_device, local_rank, int(env.get("LOCAL_WORLD_SIZE", "1")))
     backend = "nccl" if device.type == "cuda" else "gloo"
     kwargs = {"device_id": device} if device.type == "cuda" else {}

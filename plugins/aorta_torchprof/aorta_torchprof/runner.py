@@ -15,7 +15,8 @@ import sys
 import traceback
 
 from aorta_core.launch import run_main
-from aorta_torchprof.session import DIR_ENV, Session, options_from_env, rank_from_env
+from aorta_core.payload import rank_from_env
+from aorta_torchprof.session import DIR_ENV, Session, options_from_env
 
 USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"
 

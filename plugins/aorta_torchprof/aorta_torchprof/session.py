@@ -41,14 +41,6 @@ def _known_options(raw: Mapping[str, Any]) -> TorchprofOptions:
     return TorchprofOptions(**{k: v for k, v in raw.items() if k in known})
 
 
-def rank_from_env(environ: Mapping[str, str] | None = None) -> int:
-    """The global rank torchrun exported (``RANK``), 0 for a single process."""
-    try:
-        return int((environ or os.environ).get("RANK", "0"))
-    except ValueError:
-        return 0
-
-
 def step() -> None:
     """One iteration ended: advances the active session's schedule with ``step_on=manual``.
 
