@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 from rich.markup import escape
 
-from aorta_core.app import completed, refuse, skip, write_cell_file
+from aorta_core.cell_state import completed, refuse, skip, write_cell_file
 from aorta_core.cells import Cell, ConfigError, Place, build_cell
 from aorta_core.plugins import Registry
 from aorta_core.progress import console, trial_line, warning_line

@@ -16,24 +16,14 @@ import fcntl
 import os
 import signal
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from aorta_core.argv import split_command
 from aorta_core.progress import collector_warning, console, error_line, warning_line, wrote
+from aorta_core.sweep_command import load_registry_or_exit, run_sweep
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
-_INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
-
-
-def _output_arg(output: Path) -> str:
-    """``output=`` as Hydra reads it back whole, whatever the path holds."""
-    from aorta_core.grammar import quote
-
-    return f"output={quote(str(output))}"
-
-
 def _print_json(obj, out: TextIO) -> None:
     from aorta_core.records import dump_json
 
@@ -59,54 +49,6 @@ def _own_stdout() -> TextIO:
     return os.fdopen(private, "w", encoding=getattr(stdout, "encoding", None),
                      errors=getattr(stdout, "errors", None),
                      buffering=1 if getattr(stdout, "line_buffering", False) else -1)
-
-
-def load_registry_or_exit():
-    from aorta_core.plugins import PluginLoadError, load_registry
-
-    try:
-        registry = load_registry()
-    except PluginLoadError as exc:
-        error_line(str(exc))
-        raise SystemExit(2) from None
-    for status in registry.statuses:
-        if status.status == "error":
-            warning_line(
-                f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
-                f"{status.error}"
-            )
-    return registry
-
-
-def run_sweep(args: list[str]) -> int:
-    hydra_args, command = split_command(args)
-    if "--help" in hydra_args or "-h" in hydra_args:  # imports no plugin: one may be slow
-        from aorta_core.help import print_help
-        from aorta_core.plugins import option_names
-
-        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")], option_names())
-        return 0
-    load_registry_or_exit()  # one warning per unusable collector, before anything runs
-    from aorta_core import searchpath
-    from aorta_core.app import hydra_main, register_command, run_jobs
-    from aorta_core.driver import EXIT_USAGE, drive
-    from aorta_core.precheck import UsageError, check, without_output
-
-    searchpath.install()
-    try:
-        plan = check(hydra_args, command)
-    except UsageError as exc:
-        error_line(str(exc))
-        return EXIT_USAGE
-    hydra_args, output = without_output(hydra_args), plan.output
-    register_command(command, plan.swept)
-    if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
-        sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
-        hydra_main()
-        return 0
-    output = output or Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
-    sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
-    return drive(output, run_jobs, plan.allow_failures)
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aorta_core.oneline import exception_line
+from aorta_core.oneline import exception_line, named_once
 
 #: Seconds a hook may take when no ``hook_timeout`` is configured (``aorta parse``).
 DEFAULT_HOOK_TIMEOUT_S = 300.0
@@ -183,6 +183,3 @@ def _exit(owner_pid: int, status: int) -> None:
     _REAL_EXIT(status)
 
 
-def named_once(name: str, text: str) -> str:
-    """``<name>: <text>``, unless collector ``name`` already named itself (they often do)."""
-    return text if text.startswith(f"{name}: ") else f"{name}: {text}"

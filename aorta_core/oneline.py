@@ -1,5 +1,6 @@
-"""One line for an exception, in every message aorta prints or records about one: a traceback
-is not what a user acts on, and a message spread over lines breaks the one-line-per-fault rule."""
+"""One line for an exception, in every message aorta prints or records about one (a traceback
+is not what a user acts on, and a message spread over lines breaks the one-line-per-fault rule),
+naming the collector it is about once."""
 
 from __future__ import annotations
 
@@ -14,3 +15,8 @@ def exception_line(exc: BaseException, limit: int = LIMIT) -> str:
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def named_once(name: str, text: str) -> str:
+    """``<name>: <text>``, unless collector ``name`` already named itself (they often do)."""
+    return text if text.startswith(f"{name}: ") else f"{name}: {text}"

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from aorta_core.isolation import named_once
+from aorta_core.oneline import named_once
 
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 

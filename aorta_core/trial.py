@@ -24,9 +24,9 @@ from aorta_core.cells import Cell
 from aorta_core.contracts import Launch, SetupError, TrialRun, launch_problem
 from aorta_core.failure import describe
 from aorta_core.files import remove
-from aorta_core.isolation import call_hook, named_once
+from aorta_core.isolation import call_hook
 from aorta_core.metrics import Notes, collector_metrics, safe_text, workload_metrics
-from aorta_core.oneline import exception_line
+from aorta_core.oneline import exception_line, named_once
 from aorta_core.plugins import Registry
 from aorta_core.process import ProcessOutcome, WatchdogError, run_launch
 from aorta_core.records import (

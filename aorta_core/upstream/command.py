@@ -180,7 +180,7 @@ def _dry_run(run: Run, args: list[str]) -> None:
 
 def main(argv: list[str]) -> int:
     """``aorta sweep <verb> ...``; returns the exit status."""
-    from aorta_core.cli import load_registry_or_exit, run_sweep
+    from aorta_core.sweep_command import load_registry_or_exit, run_sweep
 
     verb, rest = (argv[0], argv[1:]) if argv else ("", [])
     if verb == "list-mitigations":
