@@ -4,15 +4,13 @@ naming the collector it is about once."""
 
 from __future__ import annotations
 
-#: Characters of an exception's message kept in a line.
-LIMIT = 300
 
-
-def exception_line(exc: BaseException, limit: int = LIMIT) -> str:
-    """``Type: message``, the message's whitespace (newlines too) collapsed to single spaces and
-    cut at ``limit`` characters; ``Type`` alone when the message is empty."""
+def exception_line(exc: BaseException, limit: int | None = None) -> str:
+    """``Type: message``, the message's whitespace (newlines too) collapsed to single spaces, cut
+    at ``limit`` characters if given (never a fix a user must copy: a setup error's command);
+    ``Type`` alone when the message is empty."""
     text = " ".join(str(exc).split())
-    if len(text) > limit:
+    if limit is not None and len(text) > limit:
         text = text[:limit - 1] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
