@@ -27,6 +27,7 @@ _encode = msgspec.json.Encoder().encode
 #: Type codes of metric values (:data:`aorta_core.records.MetricValue`), numbers first.
 _KIND = {float: 0, int: 1, bool: 2, str: 3, list: 4}
 _NUMBERS = b"\x00\x01"
+_ROW = "\0row"
 #: Values turned into columns at a time by :class:`SparseMetrics`.
 CHUNK_VALUES = 50_000
 
@@ -67,7 +68,8 @@ def column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> LongMetrics:
     (:func:`_metric_series`), unpivoted, metric by metric."""
     import polars as pl
 
-    row = pl.Series("row", range(len(rows)), pl.UInt32)
+    # beside one column per metric: named as no metric can be (names with a NUL are left out)
+    row = pl.Series(_ROW, range(len(rows)), pl.UInt32)
     numeric, text, long = [], [], LongMetrics()
     for key in keys:
         column, is_json = _metric_series(key, [r.get(key) for r in rows])
@@ -82,13 +84,14 @@ def column_metrics(rows: list[dict[str, Any]], keys: list[str]) -> LongMetrics:
     frames = [empty_metrics()]
     if numeric:
         frames.append(pl.DataFrame([row, *numeric])
-                      .unpivot(index="row", variable_name="metric", value_name="value")
+                      .unpivot(index=_ROW, variable_name="metric", value_name="value")
                       .drop_nulls("value").with_columns(text=pl.lit(None, pl.String)))
     if text:
         frames.append(pl.DataFrame([row, *text])
-                      .unpivot(index="row", variable_name="metric", value_name="text")
+                      .unpivot(index=_ROW, variable_name="metric", value_name="text")
                       .drop_nulls("text").with_columns(value=pl.lit(None, pl.Float64)))
-    long.frame = pl.concat([f.select("row", "metric", "value", "text") for f in frames])
+    long.frame = pl.concat([f.rename({_ROW: "row"}, strict=False).select("row", "metric", "value",
+                                                                         "text") for f in frames])
     long.columns = numeric
     return long
 

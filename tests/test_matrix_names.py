@@ -98,3 +98,22 @@ def test_edited_records_with_reserved_names_are_named_and_the_matrix_is_built(tm
     assert long.filter(pl.col("metric") == "wall_time_s")["value"].max() < 99.0
     done = run_aorta(["report", "sweep", str(out)], cwd=tmp_path)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_names_of_the_matrix_s_working_columns_are_plain_metrics(tmp_path):
+    """``row``, ``kind``, ``at``, ``alone`` name columns the matrix only uses while building
+    (never in its files): metrics so named are kept like any other, with no warning."""
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=2", f"output={out}", "--", sys.executable, "-c",
+                      PAYLOAD], cwd=tmp_path, env=NO_GPU)
+    assert done.returncode == 0, done.stderr
+    for path in out.glob("cells/*/trial_*/record.json"):
+        record = json.loads(path.read_text())
+        record["metrics"].update({"row": 1.5, "at": 2.0, "alone": 3.0, "kind": "k"})
+        path.write_text(json.dumps(record))
+    done = run_aorta(["matrix", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "collides" not in done.stderr
+    cell = _assert_written(out)["cells"][0]
+    assert set(cell["metrics_summary"]) == {"workload_step_ms", "row", "at", "alone"}
+    assert cell["metrics_summary"]["row"]["median"] == 1.5 and cell["metrics_text"]["kind"] == "k"
