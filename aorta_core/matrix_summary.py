@@ -56,11 +56,11 @@ class ListedSummary:
     def __len__(self) -> int:
         return self.alone.height + self.grouped.height
 
-    def json_members(self) -> Iterator[str]:
+    def json_members(self, separator: str) -> Iterator[str]:
         """The summary's members as JSON text (``"<metric>": {"mean": ..., "n": ...}``), at
-        most :data:`_CHUNK` to a string, one to a line: formatted by polars, since a Python
-        dict per metric would cost more than the rest of the matrix. Infinities (a mean that
-        overflowed) become null, as :func:`~aorta_core.records.dump_json` makes them."""
+        most :data:`_CHUNK` to a string, joined by ``separator``: formatted by polars, since a
+        Python dict per metric would cost more than the rest of the matrix. Infinities (a mean
+        that overflowed) become null, as :func:`~aorta_core.records.dump_json` makes them."""
         import polars as pl
 
         def finite(column: str):
@@ -75,7 +75,7 @@ class ListedSummary:
         for frame, stats in ((self.alone, alone), (self.grouped, grouped)):
             member = pl.concat_str(name, pl.lit(": "), stats.struct.json_encode())
             for part in frame.iter_slices(_CHUNK):
-                yield part.select(member.str.join("\n")).item()
+                yield part.select(member.str.join(separator)).item()
 
 
 def summaries(metrics, meta, wall: str) -> tuple[dict[str, dict], dict[str, Any]]:
@@ -207,7 +207,7 @@ def _write_summary(write: Callable[[bytes], object], summary: ListedSummary, ind
     """A summary formatted as if at ``indent`` spaces inside :func:`dump_json`'s output."""
     pad = "\n" + " " * (indent + 2)
     first = True
-    for members in summary.json_members():
-        write((("{" if first else ",") + pad + members.replace("\n", "," + pad)).encode())
+    for members in summary.json_members("," + pad):
+        write((("{" if first else ",") + pad + members).encode())
         first = False
     write(b"{}" if first else f"\n{' ' * indent}}}".encode())
