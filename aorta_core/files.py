@@ -1,10 +1,11 @@
 """Files in and out: atomic writes that honour the umask, and bounded reads of files aorta did not
 write itself.
 
-Every file aorta writes goes through :func:`write_atomic`: a uniquely named temporary file in the
-same folder, created exclusively (never through a link) with mode 0666 so the kernel applies the
-umask (a team sharing a runs folder can read each other's results), then ``os.replace`` over the
-target, which replaces a link at the target's name instead of writing through it.
+Every file aorta writes goes through :func:`write_atomic` (or :class:`AtomicFile` for content
+written as it comes): a uniquely named temporary file in the same folder, created exclusively
+(never through a link) with mode 0666 so the kernel applies the umask (a team sharing a runs
+folder can read each other's results), then ``os.replace`` over the target, which replaces a
+link at the target's name instead of writing through it.
 
 What a trial leaves is removed through :func:`remove`, which never follows a link and gets past
 folders a payload made read-only.
