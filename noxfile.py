@@ -32,7 +32,19 @@ ROOT = Path(__file__).parent
 PLUGINS = sorted(str(p.parent) for p in ROOT.glob("plugins/*/pyproject.toml"))
 
 
+def _alone_on_disk(session: nox.Session) -> None:
+    """Delete the other sessions' venvs, unless venvs are reused (``nox -R``): each holds torch
+    (1.3 GB), and a CI machine's disk once ran out with five of them beside the suite's files."""
+    if session.virtualenv.reuse_existing:
+        return
+    here = Path(session.virtualenv.location)
+    for other in here.parent.iterdir():
+        if other.is_dir() and other != here:
+            shutil.rmtree(other)
+
+
 def _install_everything(session: nox.Session, editable: bool = True) -> None:
+    _alone_on_disk(session)
     session.install(TORCH)
     flag = ["-e"] if editable else []
     session.install(*flag, ".[test]")
@@ -46,6 +58,7 @@ def _has_test_extra(plugin: str) -> bool:
 
 @nox.session
 def lint(session: nox.Session) -> None:
+    _alone_on_disk(session)
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
 
@@ -75,6 +88,7 @@ def gpu(session: nox.Session) -> None:
 def third_party(session: nox.Session) -> None:
     """Collectors from outside the repo, pip-installed for real as their docs say (the rusage
     test collector and docs/plugins.md's example), show up and run in a sweep."""
+    _alone_on_disk(session)
     tmp = Path(session.create_tmp())
     session.install(TORCH)
     session.install(_clean_sources(tmp / "src")[0])
@@ -107,6 +121,7 @@ def install_modes(session: nox.Session, mode: str) -> None:
     PYTHONPATH, each run from the repository root (where the checkout's aorta_core/ comes first on
     sys.path) and from another folder. The wheel mode installs aorta-core and every collector from
     wheels built here, then runs the grid and default sweeps from outside the checkout."""
+    _alone_on_disk(session)
     elsewhere = Path(session.create_tmp())
     if mode == "editable":
         session.install("-e", ".")

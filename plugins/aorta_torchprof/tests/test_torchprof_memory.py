@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,9 +41,10 @@ print(json.dumps({"metrics": metrics, "warnings": [str(w.message) for w in caugh
 
 
 @pytest.fixture(scope="module")
-def one_gb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+def one_gb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
     """A folder holding one 1 GB trace (a 60k-event unit's events repeated), and the kernel
-    count that trace must give: the unit's own, parsed here, times the copies."""
+    count that trace must give: the unit's own, parsed here, times the copies. The gigabyte is
+    deleted after the module: CI's disk also holds five venvs."""
     from aorta_torchprof.parse import parse_dir
 
     spec = importlib.util.spec_from_file_location("bench_torchprof_parse", BENCH)
@@ -62,7 +65,8 @@ def one_gb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
         for _ in range(copies - 1):
             fh.write(b",\n" + body)
         fh.write(b"\n  ]," + tail)
-    return folder / "torchprof", copies * unit_kernels
+    yield folder / "torchprof", copies * unit_kernels
+    shutil.rmtree(folder)
 
 
 def _parse(folder: Path, limit_gb: float | str) -> dict:
