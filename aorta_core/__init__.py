@@ -13,7 +13,18 @@ import pluggy
 from aorta_core import payload
 from aorta_core.bom import without_bom
 from aorta_core.checks import check_regex, check_text
-from aorta_core.contracts import CollectorInfo, Launch, OptionError, SetupError, TrialRun
+from aorta_core.contracts import (
+    Claim,
+    CollectorInfo,
+    Command,
+    Launch,
+    OptionError,
+    PayloadSession,
+    ReportSection,
+    SetupError,
+    TimelineSource,
+    TrialRun,
+)
 from aorta_core.executables import find_executable
 from aorta_core.files import (
     FileRefused,
@@ -31,12 +42,17 @@ __version__ = "0.1.0"
 hookimpl = pluggy.HookimplMarker("aorta")
 
 __all__ = [
+    "Claim",
     "CollectorInfo",
+    "Command",
     "FileRefused",
     "Launch",
     "Mapped",
     "OptionError",
+    "PayloadSession",
+    "ReportSection",
     "SetupError",
+    "TimelineSource",
     "TrialRun",
     "__version__",
     "check_regex",

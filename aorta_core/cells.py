@@ -16,6 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.argv import from_config
 from aorta_core.auto import AutoChoice, AutoError, resolve, uses_workload
+from aorta_core.claims import claims_of, conflict
 from aorta_core.contracts import OptionError
 from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.plugins import Registry
@@ -124,9 +125,10 @@ def typed_options(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
 def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
                        ) -> dict[str, Any]:
     """The selected collectors' options (:func:`typed_options`), each checked by its collector
-    (``check_options``, with the others selected): a cell's and an upstream recipe's
-    ``collect:`` alike."""
+    (``check_options``, with the others selected), and refused together when what they claim
+    collides (``resource_claims``): a cell's and an upstream recipe's ``collect:`` alike."""
     options = typed_options(cfg, registry)
+    claims = {}
     for name, opts in options.items():
         outcome = call_hook(lambda n=name, o=opts: registry.call(
             n, "check_options", options=o, selected=options), timeout_s)
@@ -134,6 +136,14 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
             raise ConfigError(f"collector.{name}: {' '.join(str(outcome.error).split())}")
         if outcome.failure is not None:
             raise ConfigError(f"collector.{name}: check_options failed: {outcome.failure}")
+        outcome = call_hook(lambda n=name, o=opts: claims_of(registry.call(
+            n, "resource_claims", options=o)), timeout_s)
+        if outcome.failure is not None:
+            raise ConfigError(f"collector.{name}: resource_claims failed: {outcome.failure}")
+        claims[name] = outcome.value
+    refusal = conflict(claims)
+    if refusal is not None:
+        raise ConfigError(refusal)
     return options
 
 

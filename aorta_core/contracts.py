@@ -7,10 +7,11 @@ imports so that a plugin can import them at no cost.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import Any, Protocol
 
 
 class SetupError(Exception):
@@ -118,3 +119,76 @@ class TrialRun:
     timed_out: bool
     stdout_path: Path
     stderr_path: Path
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Something a collector holds while it measures (``resource_claims``), so that the core can
+    refuse collectors that cannot measure together without knowing any of them by name.
+
+    Two collectors conflict when they claim the same ``resource`` and either claims it
+    ``exclusive``. Resource names are shared vocabulary: ``gpu-kernels`` (the kernels as they
+    run: a tracer times them, a replaying profiler owns them) and ``hsa-queues`` (AMD's HSA
+    queues, which one interceptor at a time can hold); a new name needs no change in the core.
+    """
+
+    resource: str
+    exclusive: bool = False
+    #: One clause for the refusal: what this collector does with the resource, and how to keep it
+    #: beside others if an option can (``"backend 'auto' intercepts them; ..."``).
+    why: str = ""
+
+
+class PayloadSession(Protocol):
+    """What ``payload_session`` returns: a collector's measurement inside the workload process."""
+
+    def start(self) -> None: ...
+
+    def step(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TimelineSource:
+    """A trace file a collector contributes to the trial's merged timeline (``timeline_sources``).
+
+    The core reads Chrome Trace Event files; how it places one on the trial's clock is ``clock``.
+    """
+
+    path: Path
+    #: ``"unix"``: ``ts`` in µs on Unix time (after ``baseTimeNanoseconds`` where the file has
+    #: it, as Kineto writes); ``"relative"``: times count from the trace's own start, and the core
+    #: centres the trace in ``span``, stating half the slack as its bound.
+    clock: str
+    #: The rank the file belongs to; ``None``: read from the file (a ``rank<N>`` in its name, or
+    #: Kineto's ``distributedInfo``).
+    rank: int | None = None
+    #: ``"relative"`` only: the interval the trace must lie in: ``"iterations"`` (the built-in
+    #: benchmark's iterations of that rank, else the run) or ``"run"`` (the trial's run).
+    span: str = "run"
+    #: ``"unix"`` only: how far (ms) this clock may be from ``time.time_ns()`` on the same host.
+    error_bound_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A part of the sweep's report that a collector contributes (``report_sections``): shown in
+    report.html and perf.md after the core's own sections, under the collector's name."""
+
+    title: str
+    #: Plain text (never markup): what the section says, a paragraph per line.
+    text: str = ""
+    columns: Sequence[str] = ()
+    #: Table rows, one value per column; numbers are formatted by the core.
+    rows: Sequence[Sequence[Any]] = ()
+
+
+@dataclass(frozen=True)
+class Command:
+    """An ``aorta <name>`` command a collector adds (``aorta_commands``)."""
+
+    #: One line for ``aorta --help``.
+    help: str
+    #: Runs the command with the arguments after its name; returns the exit status.
+    main: Callable[[list[str]], int]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +16,6 @@ REPLAY_MODES = ("kernel", "application", "range", "app-range")
 TARGET_PROCESSES = ("all", "application-only")
 CLOCK_CONTROLS = ("base", "none")
 CACHE_CONTROLS = ("all", "none")
-#: Collectors whose measurements ncu would corrupt or that cannot run beside it: ncu serialises
-#: and replays every kernel (the CUPTI tracers would time the replays), and rocprofv3 is AMD's.
-EXCLUSIVE_WITH = ("rocprof", "proton", "torchprof")
 
 _SECTION = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _METRIC = re.compile(r"[^\s,\0]+")
@@ -98,14 +94,3 @@ def validate(options: NcuOptions) -> None:
     _one_of("target_processes", options.target_processes, TARGET_PROCESSES)
     _one_of("clock_control", options.clock_control, CLOCK_CONTROLS)
     _one_of("cache_control", options.cache_control, CACHE_CONTROLS)
-
-
-def check_conflicts(selected: Mapping[str, Any]) -> None:
-    """Refuse ncu in one trial with a collector it would corrupt or that cannot run beside it."""
-    others = [name for name in EXCLUSIVE_WITH if name in selected]
-    if others:
-        raise OptionError(
-            f"collector ncu cannot share a trial with {', '.join(others)}: ncu serialises and "
-            "replays every kernel, so tracing collectors would time its replays (and rocprof is "
-            f"AMD-only); put them in separate cells, e.g. -m collector=ncu,{others[0]}"
-        )

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_core import Claim, CollectorInfo, Launch, TrialRun, hookimpl
 from aorta_ncu.collect import collect
-from aorta_ncu.options import NcuOptions, check_conflicts, validate
+from aorta_ncu.options import NcuOptions, validate
 from aorta_ncu.wrap import wrap
 
 
@@ -30,7 +30,12 @@ def aorta_collector() -> CollectorInfo:
 @hookimpl
 def check_options(options: Any, selected: Mapping[str, Any]) -> None:
     validate(options)
-    check_conflicts(selected)
+
+
+@hookimpl
+def resource_claims(options: Any) -> list[Claim]:
+    return [Claim("gpu-kernels", exclusive=True, why="it serialises and replays every kernel, "
+                  "so a tracer beside it would time the replays")]
 
 
 @hookimpl

@@ -1,4 +1,5 @@
-"""Option checks and refused combinations, as the core calls them through ``check_options``."""
+"""Option checks, as the core calls them through ``check_options`` (refused combinations:
+tests/test_resource_claims.py)."""
 
 from __future__ import annotations
 
@@ -77,13 +78,3 @@ def test_bad_values_are_one_line_naming_key_and_fix(change, message):
         check(replace(NcuOptions(), **change))
     assert str(info.value) == message
 
-
-@pytest.mark.parametrize("other", ["proton", "torchprof", "rocprof"])
-def test_ncu_does_not_share_a_trial_with_another_gpu_collector(other):
-    with pytest.raises(OptionError) as info:
-        check(NcuOptions(), other)
-    assert str(info.value) == (
-        f"collector ncu cannot share a trial with {other}: ncu serialises and replays every "
-        "kernel, so tracing collectors would time its replays (and rocprof is AMD-only); put them "
-        f"in separate cells, e.g. -m collector=ncu,{other}"
-    )

@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aorta_core import OptionError
+from aorta_core import Claim, OptionError
 from aorta_proton.session import split_mode
 
 MODES = ("cli", "env")
 BACKENDS = ("auto", "cupti", "roctracer", "rocprofiler", "instrumentation")
+#: Backends that intercept AMD's HSA queues, as rocprofv3 does (``auto`` picks one on AMD).
+QUEUE_INTERCEPTING_BACKENDS = ("auto", "rocprofiler", "roctracer")
 CONTEXTS = ("shadow", "python")
 DATA = ("tree", "trace")
 HOOKS = ("triton",)
@@ -129,6 +131,17 @@ def check(options: ProtonOptions, selected: Mapping[str, Any]) -> None:
             "(Proton starts the queue tracer before the HIP runtime and records an empty ROOT); "
             "use backend: auto, which picks it itself, or mode: env"
         )
+
+
+def claims(options: ProtonOptions) -> list[Claim]:
+    """Proton times the kernels as they run; its queue tracers hold the HSA queues on AMD."""
+    held = [Claim("gpu-kernels", why="Proton times the kernels as they run")]
+    if options.backend in QUEUE_INTERCEPTING_BACKENDS:
+        held.append(Claim("hsa-queues", why=(
+            f"backend {options.backend!r} intercepts them (auto resolves to rocprofiler or "
+            "roctracer on AMD); set collector.proton.backend=instrumentation to keep proton "
+            "beside it")))
+    return held
 
 
 def render_mode(options: ProtonOptions) -> str | None:

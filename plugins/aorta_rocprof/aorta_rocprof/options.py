@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Optional
@@ -26,8 +25,6 @@ OUTPUT_FORMATS = ("csv", "json", "pftrace", "otf2", "rocpd")
 SUMMARY_UNITS = ("sec", "msec", "usec", "nsec")
 #: Extensions rocprofv3 accepts for ``-i`` (anything else is a fatal error in rocprofv3.py).
 INPUT_SUFFIXES = (".txt", ".text", ".yaml", ".yml", ".json")
-#: Proton backends that intercept HSA queues like rocprofv3 does (``auto`` picks one on AMD).
-QUEUE_INTERCEPTING_PROTON_BACKENDS = ("auto", "rocprofiler", "roctracer")
 
 _COUNTER = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\[\]]*")
 
@@ -77,19 +74,4 @@ def validate(options: RocprofOptions) -> None:
         raise OptionError(
             f"collector.rocprof.input_file={path!r}: rocprofv3 -i reads only "
             f"{', '.join(INPUT_SUFFIXES)} files"
-        )
-
-
-def check_conflicts(selected: Mapping[str, Any]) -> None:
-    """Refuse rocprof together with a Proton backend that also intercepts the HSA queues."""
-    proton = selected.get("proton")
-    if proton is None:
-        return
-    backend = getattr(proton, "backend", None)
-    if backend in QUEUE_INTERCEPTING_PROTON_BACKENDS:
-        raise OptionError(
-            f"collector.proton.backend={backend!r} intercepts the HSA queues like rocprofv3 "
-            "(auto resolves to rocprofiler or roctracer on AMD), so the two would fight over "
-            "them; set collector.proton.backend=instrumentation, or profile with rocprof and "
-            "proton in two separate cells"
         )

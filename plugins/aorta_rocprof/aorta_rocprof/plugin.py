@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import CollectorInfo, Launch, hookimpl
-from aorta_rocprof.options import RocprofOptions, check_conflicts, validate
+from aorta_core import Claim, CollectorInfo, Launch, hookimpl
+from aorta_rocprof.options import RocprofOptions, validate
 from aorta_rocprof.wrap import wrap
 
 
@@ -27,7 +27,13 @@ def aorta_collector() -> CollectorInfo:
 @hookimpl
 def check_options(options: Any, selected: Mapping[str, Any]) -> None:
     validate(options)
-    check_conflicts(selected)
+
+
+@hookimpl
+def resource_claims(options: Any) -> list[Claim]:
+    return [Claim("hsa-queues", exclusive=True, why="rocprofv3 intercepts the HSA queues, "
+                  "which one tool at a time can hold"),
+            Claim("gpu-kernels", why="rocprofv3 traces the kernels as they run")]
 
 
 @hookimpl

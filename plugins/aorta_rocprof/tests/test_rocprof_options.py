@@ -1,21 +1,15 @@
-"""Option checks and the Proton conflict, as the core calls them through ``check_options``."""
+"""Option checks, as the core calls them through ``check_options`` (the Proton conflict:
+tests/test_resource_claims.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 from aorta_rocprof import plugin
 from aorta_rocprof.options import OUTPUT_FORMATS, SUMMARY_UNITS, TRACE_FLAGS, RocprofOptions
 
 from aorta_core import OptionError
-
-
-@dataclass
-class ProtonLike:
-    """Shape of the proton collector's options: only ``backend`` matters here."""
-
-    backend: str
 
 
 def check(opts: RocprofOptions, **others) -> None:
@@ -70,17 +64,3 @@ def test_valid_values_listed_in_message():
     with pytest.raises(OptionError) as info:
         check(RocprofOptions(output_format="sqlite"))
     assert "csv, json, pftrace, otf2, rocpd" in str(info.value)
-
-
-@pytest.mark.parametrize("backend", ["auto", "rocprofiler", "roctracer"])
-def test_queue_intercepting_proton_refused_with_both_ways_out(backend):
-    with pytest.raises(OptionError) as info:
-        check(RocprofOptions(), proton=ProtonLike(backend))
-    message = str(info.value)
-    assert f"collector.proton.backend='{backend}'" in message
-    assert "backend=instrumentation" in message and "two separate cells" in message
-
-
-@pytest.mark.parametrize("backend", ["instrumentation", "cupti"])
-def test_other_proton_backends_accepted(backend):
-    check(RocprofOptions(), proton=ProtonLike(backend))

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import CollectorInfo, Launch, OptionError, hookimpl
+from aorta_core import Claim, CollectorInfo, Launch, OptionError, hookimpl
 from aorta_torchprof.options import ACTIVITIES, MODES, STEP_ON, TorchprofOptions
 
 
@@ -21,6 +21,11 @@ def aorta_collector() -> CollectorInfo:
         config_package="aorta_torchprof.conf",
         wrap_order=30,
     )
+
+
+@hookimpl
+def resource_claims(options: Any) -> list[Claim]:
+    return [Claim("gpu-kernels", why="the PyTorch profiler traces the kernels as they run")]
 
 
 @hookimpl
