@@ -100,8 +100,10 @@ class CollectorInfo:
     description: str
     #: A dataclass whose fields are the collector's options and whose defaults are its defaults.
     options: type
-    #: Importable package holding ``collector/<name>.yaml`` (e.g. ``"aorta_rocprof.conf"``).
-    config_package: str
+    #: Importable package holding ``collector/<name>.yaml`` (e.g. ``"aorta_rocprof.conf"``), for
+    #: a collector that ships its Hydra option as YAML (presets); ``None``: the core generates
+    #: ``collector/<name>`` from ``options``, its defaults the dataclass's.
+    config_package: str | None = None
     #: Smaller wraps further outside: rocprof 10, proton 20, torchprof 30; others pick theirs.
     wrap_order: int = 50
     #: False when the profiler changes what it times (Nsight Compute serialises and replays every
