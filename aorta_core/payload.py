@@ -9,15 +9,15 @@
             train_step(batch)
             s.step()                    # one iteration ended
 
-A collector offers an in-process session under the entry-point group ``aorta.payload_sessions``
-(entry-point name = collector name). Its target is a factory ``(rank, env, **context)`` that
-returns an object with ``start()``, ``step()`` and ``stop()``, or ``None`` when the collector has
+Every installed collector (``aorta.collectors``) is asked through its ``payload_session`` hook
+for a session, an object with ``start()``, ``step()`` and ``stop()``, or ``None`` when it has
 nothing to do in this process: its ``wrap_argv`` did not select it for this trial (its variables
-are absent from ``env``) and the workload did not ask for it in ``context``. Factories are loaded
-one by one and must be cheap to import; a profiler is imported in ``start()``.
+are absent from ``env``) and the workload did not ask for it in ``context``. Collector modules are
+imported one by one and must be cheap to import; a profiler is imported in ``start()``.
 
-Sessions start in name order and stop in reverse. A session that fails to load, start, step or
-stop costs only itself: one warning, and the workload goes on without it.
+Sessions start in name order and stop in reverse. A collector that fails to load, or a session
+that fails to start, step or stop, costs only itself: one warning, and the workload goes on
+without it.
 """
 
 from __future__ import annotations
@@ -27,22 +27,15 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
+from aorta_core.contracts import PayloadSession
 from aorta_core.oneline import exception_line
 
-GROUP = "aorta.payload_sessions"
+if TYPE_CHECKING:
+    from aorta_core.plugins import Registry
+
 _FAILED = object()
-
-
-class PayloadSession(Protocol):
-    """What a collector's factory returns."""
-
-    def start(self) -> None: ...
-
-    def step(self) -> None: ...
-
-    def stop(self) -> None: ...
 
 
 class Session:
@@ -69,15 +62,17 @@ def session(rank: int | None = None, **context: Any) -> Iterator[Session]:
     """Start the collector sessions selected for this process; stop them when the block ends.
 
     ``rank``: the process's global rank (default: ``$RANK``, else 0). ``context``: what the
-    workload tells collectors about itself, passed to every factory (``output_dir``, or a request
-    such as torchprof's ``torch_profiler``); a factory ignores keys it does not know.
+    workload tells collectors about itself, passed to every ``payload_session`` hook
+    (``output_dir``, or a request such as torchprof's ``torch_profiler``); a collector ignores
+    keys it does not know.
     """
     env = dict(os.environ)
     rank = rank_from_env(env) if rank is None else rank
     handle = Session()
     try:
-        for name, factory in _factories():
-            made = _isolated(name, "factory", factory, rank, env, **context)
+        for name, collector in _collectors():
+            made = _isolated(name, "payload_session", collector.call, name, "payload_session",
+                             rank=rank, env=env, context=context)
             if made is not None and made is not _FAILED \
                     and _isolated(name, "start", made.start) is not _FAILED:
                 handle._running.append((name, made))
@@ -97,20 +92,30 @@ def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") 
         return 0
 
 
-def _factories() -> Iterator[tuple[str, Any]]:
-    """The installed factories by collector name, each loaded on its own (a failure warns)."""
+def _collectors() -> Iterator[tuple[str, Registry]]:
+    """The installed collectors by name, each imported on its own (a failure warns), with the
+    registry that calls their hooks. Not the sweep's registry: the workload needs none of the
+    checks that one runs on load."""
+    import pluggy
     from importlib_metadata import entry_points
 
-    from aorta_core.plugins import skipped
+    from aorta_core import hookspecs
+    from aorta_core.plugins import ENTRY_POINT_GROUP, Registry, skipped
 
+    manager = pluggy.PluginManager("aorta")
+    manager.add_hookspecs(hookspecs)
+    registry = Registry(manager)
     seen: set[str] = set()
-    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         if ep.name in seen or skipped(ep.name):
             continue
         seen.add(ep.name)
-        factory = _isolated(ep.name, "load", ep.load)
-        if factory is not _FAILED:
-            yield ep.name, factory
+        if _isolated(ep.name, "load", _register, manager, ep) is not _FAILED:
+            yield ep.name, registry
+
+
+def _register(manager: Any, ep: Any) -> None:
+    manager.register(ep.load(), name=ep.name)
 
 
 def _isolated(name: str, what: str, call: Any, /, *args: Any, **kwargs: Any) -> Any:

@@ -33,16 +33,14 @@ class PluginSite:
 
     def add(self, name: str, source: str, *, version: str = "0.3.1", yaml: str | None = None,
             payload: str | None = None, package: str | None = None):
-        """Install collector ``name`` (hooks in ``plugin.py``); ``payload``: the source of its
-        ``payload.py``, whose ``session`` factory is registered in ``aorta.payload_sessions``."""
+        """Install collector ``name`` (hooks in ``plugin.py``); ``payload``: more source for
+        ``plugin.py``, after the hooks (its ``payload_session`` hook, say)."""
         package = package or f"aorta_test_{name}"
         pkg = self.root / package
         (pkg / "conf" / "collector").mkdir(parents=True)
         for init in (pkg, pkg / "conf", pkg / "conf" / "collector"):
             (init / "__init__.py").write_text("")
-        (pkg / "plugin.py").write_text(textwrap.dedent(source))
-        if payload is not None:
-            (pkg / "payload.py").write_text(textwrap.dedent(payload))
+        (pkg / "plugin.py").write_text(textwrap.dedent(source) + textwrap.dedent(payload or ""))
         (pkg / "conf" / "collector" / f"{name}.yaml").write_text(
             yaml if yaml is not None else
             f"# @package collector.{name}\ndefaults:\n  - /aorta_schema/collector/{name}@_here_\n"
@@ -53,10 +51,7 @@ class PluginSite:
         (dist / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: aorta-test-{name}\nVersion: {version}\n"
         )
-        sessions = f"\n[aorta.payload_sessions]\n{name} = {package}.payload:session\n"
-        (dist / "entry_points.txt").write_text(
-            f"[aorta.collectors]\n{name} = {package}.plugin\n" + (sessions if payload else "")
-        )
+        (dist / "entry_points.txt").write_text(f"[aorta.collectors]\n{name} = {package}.plugin\n")
 
     @property
     def env(self) -> dict[str, str]:

@@ -1,7 +1,7 @@
-"""``aorta_core.payload``: collectors' in-process sessions, found through their entry points.
+"""``aorta_core.payload``: collectors' in-process sessions, from their ``payload_session`` hook.
 
-Every collector here is installed for real (dist-info with an ``aorta.payload_sessions`` entry
-point) and loaded in this process; each session writes what happens to it into one log.
+Every collector here is installed for real (dist-info with an ``aorta.collectors`` entry point)
+and loaded in this process; each session writes what happens to it into one log.
 """
 
 from __future__ import annotations
@@ -39,10 +39,11 @@ class Recorder:
         self.note("stop")
 
 
-def session(rank, env, **context):
+@hookimpl
+def payload_session(rank, env, context):
     if "TEST_PAYLOAD_LOG" not in env:
         return None
-    if env.get("TEST_PAYLOAD_FAIL") == f"{{NAME}}:factory":
+    if env.get("TEST_PAYLOAD_FAIL") == f"{{NAME}}:payload_session":
         raise ValueError("no session today")
     return Recorder(env, rank, context)
 '''
@@ -97,7 +98,7 @@ def test_sessions_start_in_name_order_step_and_stop_in_reverse(install, monkeypa
     ]
 
 
-@pytest.mark.parametrize("where", ["factory", "start", "step", "stop"])
+@pytest.mark.parametrize("where", ["payload_session", "start", "step", "stop"])
 def test_a_failing_session_costs_only_itself(install, monkeypatch, where):
     log = install(f"pl_{where}_a", f"pl_{where}_b")
     monkeypatch.setenv("TEST_PAYLOAD_FAIL", f"pl_{where}_a:{where}")
@@ -107,9 +108,9 @@ def test_a_failing_session_costs_only_itself(install, monkeypatch, where):
     assert [str(w.message) for w in caught] == [
         f"aorta payload: collector 'pl_{where}_a' session failed at {where} (RuntimeError: "
         f"pl_{where}_a broke at {where}); the workload goes on without it"
-        if where != "factory" else
-        f"aorta payload: collector 'pl_{where}_a' session failed at factory (ValueError: no "
-        "session today); the workload goes on without it"]
+        if where != "payload_session" else
+        f"aorta payload: collector 'pl_{where}_a' session failed at payload_session (ValueError: "
+        "no session today); the workload goes on without it"]
     assert caught[0].filename == __file__  # the warning names the workload's line
     other = [x for x in lines(log) if x.startswith(f"pl_{where}_b")]
     assert other[-4:] == [f"pl_{where}_b start", f"pl_{where}_b step", f"pl_{where}_b step",

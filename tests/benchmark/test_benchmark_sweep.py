@@ -73,7 +73,8 @@ class Counter:
     def stop(self):
         self.write("stop")
 
-def session(rank, env, **context):
+@hookimpl
+def payload_session(rank, env, context):
     folder = env.get("AORTA_STEPS_DIR")
     return Counter(Path(folder) / f"rank{rank}.txt", context["output_dir"]) if folder else None
 '''

@@ -1,8 +1,8 @@
 """Proton inside the payload, for ``collector.proton.mode: env``.
 
 aorta leaves the command alone and exports ``AORTA_PROTON_*``. A workload that opens
-``aorta_core.payload.session`` gets Proton on rank 0 through :func:`payload_session` (entry point
-``aorta.payload_sessions: proton``). Without aorta_core, call the helpers directly (on one rank)::
+``aorta_core.payload.session`` gets Proton on rank 0 through :func:`payload_session` (the
+collector's ``payload_session`` hook). Without aorta_core, call the helpers directly (on one rank)::
 
     from aorta_proton import payload
     payload.start()      # False, and nothing happens, outside an aorta proton trial
@@ -22,7 +22,8 @@ from aorta_proton import session
 _started = False
 
 
-def payload_session(rank: int, env: Mapping[str, str], **context: Any) -> _Session | None:
+def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any]
+                    ) -> _Session | None:
     """Rank 0 of a ``mode: env`` trial profiles (one profile per trial); others run nothing."""
     if rank != 0 or not env.get("AORTA_PROTON_NAME"):
         return None

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_core import Claim, CollectorInfo, Launch, PayloadSession, TrialRun, hookimpl
 from aorta_proton.options import ProtonOptions
 
 #: Profile files Proton writes (``.part_<n>`` phase files included by the globs).
@@ -33,6 +33,14 @@ def check_options(options: ProtonOptions, selected: Mapping[str, Any]) -> None:
     from aorta_proton.options import check
 
     check(options, selected)
+
+
+@hookimpl
+def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any]
+                    ) -> PayloadSession | None:
+    from aorta_proton.payload import payload_session as session
+
+    return session(rank, env, context)
 
 
 @hookimpl

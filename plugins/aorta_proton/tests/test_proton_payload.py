@@ -2,7 +2,7 @@
 
 Proton cannot start without a GPU (``0 active drivers``), so with no GPU (hidden where there is
 one) the path is proven up to that point: the sweep exports the variables, the benchmark's
-session finds Proton's factory, rank 0 tries to start it, the failure is one warning and the
+session finds Proton's hook, rank 0 tries to start it, the failure is one warning and the
 trial still passes. On a GPU host (marker ``gpu``) the same sweep profiles the benchmark.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from aorta_proton.payload import _Session, payload_session
+from aorta_proton.payload import _Session
+from aorta_proton.plugin import payload_session
 from cli_helpers import records, run_aorta
 from needs import NO_GPU, needs, needs_gpu
 
@@ -18,10 +19,11 @@ ENV = {"AORTA_PROTON_DIR": "/t/proton", "AORTA_PROTON_NAME": "/t/proton/proton"}
 
 
 def test_rank_0_of_an_env_mode_trial_gets_the_session():
-    assert isinstance(payload_session(0, ENV), _Session)
-    assert payload_session(1, ENV) is None
-    assert payload_session(0, {}) is None
-    assert payload_session(0, {"AORTA_PROTON_DIR": "/t"}, output_dir="/o") is None
+    assert isinstance(payload_session(rank=0, env=ENV, context={}), _Session)
+    assert payload_session(rank=1, env=ENV, context={}) is None
+    assert payload_session(rank=0, env={}, context={}) is None
+    assert payload_session(rank=0, env={"AORTA_PROTON_DIR": "/t"},
+                           context={"output_dir": "/o"}) is None
 
 
 def _env_mode_benchmark(tmp_path, env: dict[str, str]):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, OptionError, hookimpl
+from aorta_core import Claim, CollectorInfo, Launch, OptionError, PayloadSession, hookimpl
 from aorta_torchprof.options import ACTIVITIES, MODES, STEP_ON, TorchprofOptions
 
 
@@ -21,6 +21,14 @@ def aorta_collector() -> CollectorInfo:
         config_package="aorta_torchprof.conf",
         wrap_order=30,
     )
+
+
+@hookimpl
+def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any]
+                    ) -> PayloadSession | None:
+    from aorta_torchprof.session import payload_session as session
+
+    return session(rank, env, context)
 
 
 @hookimpl

@@ -50,19 +50,15 @@ def step() -> None:
         _active.step()
 
 
-def payload_session(
-    rank: int,
-    env: Mapping[str, str],
-    *,
-    torch_profiler: Mapping[str, Any] | None = None,
-    **context: Any,
-) -> Session | _RunnerSession | None:
+def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any]
+                    ) -> Session | _RunnerSession | None:
     """The session this process runs for ``aorta_core.payload.session``, or ``None``.
 
     The sweep's env mode (``AORTA_TORCHPROF_DIR``) wins over the workload's own request
-    ``torch_profiler`` (option names, plus ``dir``: the trace folder). Under the runner (wrap
-    mode) its session already runs; the workload's steps reach it.
+    ``context["torch_profiler"]`` (option names, plus ``dir``: the trace folder). Under the
+    runner (wrap mode) its session already runs; the workload's steps reach it.
     """
+    torch_profiler = context.get("torch_profiler")
     if _active is not None:
         return _RunnerSession()
     if env.get(DIR_ENV):

@@ -1,4 +1,4 @@
-"""torchprof inside the payload: its ``aorta.payload_sessions`` factory and real loops using it."""
+"""torchprof inside the payload: its ``payload_session`` hook and real loops using it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import torch
+from aorta_torchprof import plugin
 from aorta_torchprof import session as tp
 from aorta_torchprof.options import TorchprofOptions
 from cli_helpers import records, run_aorta
@@ -25,12 +26,13 @@ LOOP = REPO / "examples" / "payload" / "train.py"
 def test_the_sweep_s_env_mode_wins_over_the_workload_s_request(tmp_path):
     env = {tp.DIR_ENV: str(tmp_path / "env"), tp.OPTIONS_ENV: json.dumps({"active": 7})}
     request = {"active": 2, "dir": str(tmp_path / "own"), "unknown": 1}
-    chosen = tp.payload_session(3, env, torch_profiler=request, output_dir=tmp_path)
+    chosen = plugin.payload_session(
+        rank=3, env=env, context={"torch_profiler": request, "output_dir": tmp_path})
     assert (chosen.options.active, chosen.out_dir, chosen.rank) == (7, tmp_path / "env", 3)
-    own = tp.payload_session(0, {}, torch_profiler=request)
+    own = plugin.payload_session(rank=0, env={}, context={"torch_profiler": request})
     assert (own.options.active, own.out_dir) == (2, tmp_path / "own")
-    assert tp.payload_session(0, {}, output_dir=tmp_path) is None
-    assert tp.payload_session(0, {}, torch_profiler=None) is None
+    assert plugin.payload_session(rank=0, env={}, context={"output_dir": tmp_path}) is None
+    assert plugin.payload_session(rank=0, env={}, context={"torch_profiler": None}) is None
 
 
 def test_under_the_runner_the_workload_s_steps_reach_its_session(tmp_path):
@@ -38,7 +40,7 @@ def test_under_the_runner_the_workload_s_steps_reach_its_session(tmp_path):
                         tmp_path, 0)
     runner.start()
     try:
-        attached = tp.payload_session(0, {tp.DIR_ENV: str(tmp_path)})
+        attached = plugin.payload_session(rank=0, env={tp.DIR_ENV: str(tmp_path)}, context={})
         attached.start()
         for _ in range(2):
             torch.ones(4).sum()
