@@ -24,10 +24,18 @@ from aorta_core.progress import collector_warning, console, error_line, warning_
 from aorta_core.sweep_command import load_registry_or_exit, run_sweep
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
+#: What no collector's command may be named: the tools, and upstream's ``aorta sweep run``.
+RESERVED = frozenset(SUBCOMMANDS) | {"sweep"}
 def _print_json(obj, out: TextIO) -> None:
     from aorta_core.records import dump_json
 
     out.write(dump_json(obj).decode() + "\n")
+
+
+def _described(row: dict) -> str:
+    """A collector's description, then the commands it adds to ``aorta``."""
+    added = "; adds " + ", ".join(f"aorta {c}" for c in row["commands"]) if row["commands"] else ""
+    return (row["description"] or "") + added
 
 
 def _own_stdout() -> TextIO:
@@ -52,12 +60,16 @@ def _own_stdout() -> TextIO:
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:
+    from aorta_core.plugin_commands import collector_commands
+
     registry = load_registry_or_exit()
+    commands = collector_commands(registry, RESERVED)
     rows = [dataclasses.asdict(s) for s in registry.statuses]
     for row in rows:
         collector = registry.collectors.get(row["name"])
         row["description"] = collector.info.description if collector else None
         row["times_comparable"] = collector.info.times_comparable if collector else None
+        row["commands"] = sorted(n for n, c in commands.items() if c.collector == row["name"])
     if ns.json:
         _print_json(rows, ns.out)
         return 0
@@ -71,7 +83,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         style = {"ok": "green", "error": "red"}.get(row["status"], "yellow")
         table.add_row(*map(Text, (row["name"], row["distribution"], row["version"])),
                       Text(row["status"], style=style),
-                      Text(row["error"] or row["description"] or ""))
+                      Text(row["error"] or _described(row)))
     if not rows:
         console().print("no collectors installed (in the aorta repository: pip install -e "
                         "plugins/aorta_torchprof, and so on for each folder of plugins/)")
@@ -379,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         if tool is None:
             status = _sweep(args)
         else:
-            tool.out = out = _own_stdout()
+            if "out" not in tool:  # a collector's command prints where it likes
+                tool.out = out = _own_stdout()
             status = tool.func(tool)
         out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
@@ -394,7 +407,25 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
         return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
         return _parser().parse_args(args)
+    if args and args[0][:1].isalpha() and args[0] != "sweep" \
+            and all(c.isalnum() or c == "-" for c in args[0]):
+        return _collector_command(args[0], args[1:])
     return None
+
+
+def _collector_command(name: str, args: list[str]) -> argparse.Namespace | None:
+    """A command a collector adds (``aorta_commands``), run with the process's own stdout; or
+    ``None``: then ``name`` is read as a sweep's argument and refused as such."""
+    from aorta_core.plugin_commands import collector_commands, run_command
+    from aorta_core.plugins import PluginLoadError, load_registry
+
+    try:
+        found = collector_commands(load_registry(), RESERVED)
+    except PluginLoadError:  # the sweep path says it, once
+        return None
+    if name not in found:
+        return None
+    return argparse.Namespace(func=lambda ns: run_command(name, found[name], args), out=None)
 
 
 def _sweep(args: list[str]) -> int:

@@ -35,7 +35,7 @@ def test_broken_plugin_is_reported_and_the_others_keep_working(plugin_site, tmp_
     assert rows["good"]["times_comparable"] is True
     assert rows["broken"] == {
         "name": "broken", "distribution": "aorta-test-broken", "version": "9.9",
-        "status": "error", "description": None, "times_comparable": None,
+        "status": "error", "description": None, "times_comparable": None, "commands": [],
         "error": "ModuleNotFoundError: No module named 'no_such_module_anywhere'",
     }
     out = tmp_path / "out"
