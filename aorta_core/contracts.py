@@ -156,21 +156,27 @@ class TimelineSource:
     """A trace file a collector contributes to the trial's merged timeline (``timeline_sources``).
 
     The core reads Chrome Trace Event files; how it places one on the trial's clock is ``clock``.
+    Its lanes are named ``rank <R> · <collector> <process>``, where a process is named by the
+    file's ``process_name`` metadata, else ``pid <P>`` (a file without pids: its file name).
     """
 
+    #: The file, inside the trial's folder (a relative path counts from ``artifact_dir``).
     path: Path
     #: ``"unix"``: ``ts`` in µs on Unix time (after ``baseTimeNanoseconds`` where the file has
     #: it, as Kineto writes); ``"relative"``: times count from the trace's own start, and the core
     #: centres the trace in ``span``, stating half the slack as its bound.
     clock: str
-    #: The rank the file belongs to; ``None``: read from the file (a ``rank<N>`` in its name, or
-    #: Kineto's ``distributedInfo``).
+    #: The rank the file belongs to; ``None``: read from the file (Kineto's
+    #: ``distributedInfo.rank``, else a ``rank<N>`` in its name or a folder's inside the trial).
     rank: int | None = None
     #: ``"relative"`` only: the interval the trace must lie in: ``"iterations"`` (the built-in
     #: benchmark's iterations of that rank, else the run) or ``"run"`` (the trial's run).
     span: str = "run"
     #: ``"unix"`` only: how far (ms) this clock may be from ``time.time_ns()`` on the same host.
     error_bound_ms: float = 0.0
+    #: The name of a lane (an integer ``tid``) the file leaves unnamed; ``{tid}`` is its tid
+    #: (Proton's tids are GPU streams: ``"stream {tid}"``).
+    thread_name: str = "thread {tid}"
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,11 @@ def parse_metrics(artifact_dir: Path, options: Any) -> dict[str, Any]:
 def timeline_sources(artifact_dir: Path, options: Any) -> list[TimelineSource]:
     """The trace files of one trial that belong on its merged timeline, and how to place them.
 
-    ``artifact_dir`` is the trial's ``<name>/`` folder; ``options`` the options it ran with::
+    ``artifact_dir`` is the trial's ``<name>/`` folder; ``options`` the options it ran with (from
+    its record). Called only when the trial ran this collector, whenever a timeline is written
+    (``timeline=true``, ``aorta timeline``). Return ``[]`` when there is nothing to place; an
+    exception or anything but a list of ``TimelineSource`` costs this collector's lanes and one
+    warning, never the timeline::
 
         @hookimpl
         def timeline_sources(artifact_dir, options):

@@ -148,11 +148,12 @@ def _verdict(outcome: ProcessOutcome | None, error: str | None, cell: Cell, stde
 
 
 def _write_timeline(trial_dir: Path, started: float, outcome: ProcessOutcome,
-                    collectors: dict[str, CollectorRecord]) -> None:
+                    collectors: dict[str, CollectorRecord], hook_timeout_s: float | None) -> None:
     from aorta_core.reports.timeline import write_trial_timeline
 
     write_trial_timeline(trial_dir, {"started_at_unix": started, "wall_time_s": outcome.wall_time_s,
-                                     "collectors": msgspec.to_builtins(collectors)})
+                                     "collectors": msgspec.to_builtins(collectors)},
+                         hook_timeout_s)
 
 
 def _env_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str | None]:
@@ -185,7 +186,7 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
     metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
     verdict, error = _verdict(outcome, error, cell, stderr)
     if cell.timeline and outcome is not None:  # before retention prunes the traces
-        _write_timeline(trial_dir, started, outcome, collectors)
+        _write_timeline(trial_dir, started, outcome, collectors, cell.hook_timeout_s)
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
     record = TrialRecord(

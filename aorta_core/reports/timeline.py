@@ -2,19 +2,20 @@
 
 Per rank, as ``rank <R> · ...`` processes sorted rank by rank:
 
-- Kineto traces (``torchprof/``, the benchmark's ``benchmark/torch_profiler/``): ``ts`` µs +
-  ``baseTimeNanoseconds`` is Unix time (Kineto converts its clocks to it; HTA reads it so);
 - the built-in benchmark's ``benchmark/rank_<RR>_metrics.jsonl``: an iteration slice from its
   ``time_*_unix_ns`` (``time.time_ns()``), phase and collective slices, step time and overlap
-  ratio as counters;
-- Proton ``data=trace`` files (``proton/*.chrome_trace``): their times count from the first
-  kernel with no absolute anchor, so a trace is centred in the span it must lie in (the
-  benchmark's iterations in env mode, else the trial's run) and half the slack is its bound.
+  ratio as counters; its own profiler's Kineto traces (``benchmark/torch_profiler/``);
+- the chrome traces each collector that ran names through ``timeline_sources``
+  (:mod:`aorta_core.reports.timeline_inputs`), placed by the clock it declares: ``unix``
+  (``ts`` µs + ``baseTimeNanoseconds`` is Unix time, as Kineto writes; HTA reads it so) at its
+  place, with the collector's stated bound; ``relative`` (times count from the trace's start,
+  with no absolute anchor, as Proton writes) centred in the span it must lie in (the
+  benchmark's iterations, or the trial's run), half the slack being its bound.
 
 Output ``ts`` are µs after the origin (``otherData.origin_unix_ns``): the trial's start from its
-record, else the first benchmark iteration, else the first Kineto event of the first rank read.
-``--window`` counts ms from it. Ranks are read one at a time and written as they are read.
-docs/reports.md "Merged timeline" says how far off each alignment can be.
+record, else the first benchmark iteration, else the first event of a Unix-clock trace of the
+first rank read. ``--window`` counts ms from it. Ranks are read one at a time and written as
+they are read. docs/reports.md "Merged timeline" says how far off each alignment can be.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,28 +36,17 @@ from aorta_core.benchmark.schema import RankRecord, decode_line
 from aorta_core.benchmark.stream_overlap import COMM_KINDS
 from aorta_core.files import FileRefused, read_limited
 from aorta_core.intervals import merged
+from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.oneline import exception_line
 from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
-from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
-from aorta_core.reports.trace_events import (
-    Event,
-    Lanes,
-    TraceDoc,
-    TraceWriter,
-    rank_from_name,
-    rank_in_head,
-    raw,
-    read_trace,
-)
+from aorta_core.reports.timeline_inputs import BENCHMARK_POSITION, RankInputs, Trace, discover
+from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
 
 TIMELINE_NAME = "timeline.json"
-KINETO_DIRS = ("torchprof", "benchmark/torch_profiler")
-PROTON_GLOB = "proton/*.chrome_trace"
-#: Kineto's CPU clock vs ``time.time_ns()`` on one host: within [-2.1, +3.2] µs over 2000
-#: ranges (torch 2.13, docs/reports.md); the bound we state for Kineto events.
-KINETO_BOUND_MS = 0.005
-_BENCHMARK, _KINETO, _PROTON = 0, 1, 2  # order of a rank's lanes
+#: Before 2001-09-09 in Unix ns: a "unix" trace whose events start earlier counts from
+#: something else (its own start, boot), so it cannot be put on the clock.
+_UNIX_NS_MIN = 10**18
 _ANNOTATIONS = frozenset({"user_annotation", "gpu_user_annotation"})
 
 Warn = Callable[[str], None]
@@ -103,36 +93,6 @@ def parse_window(text: str) -> tuple[float | None, float | None]:
     if not colon or (low is not None and high is not None and high < low):
         raise ValueError(f"{text!r} is not START:END in ms with START <= END")
     return low, high
-
-
-@dataclass
-class _RankInputs:
-    kineto: list[Path] = field(default_factory=list)
-    jsonl: Path | None = None
-    proton: list[Path] = field(default_factory=list)
-
-
-def _discover(trial: Path) -> dict[int, _RankInputs]:
-    """Every source file of a trial by rank; ranks come from names inside the trial folder
-    (and from Kineto's ``distributedInfo``), never from the folders above it."""
-    ranks: dict[int, _RankInputs] = defaultdict(_RankInputs)
-
-    def named(path: Path) -> int:
-        return rank_from_name(path.relative_to(trial))
-
-    def regular(paths: Iterable[Path]) -> list[Path]:  # aorta reads no links
-        return sorted(p for p in paths if p.is_file() and not p.is_symlink())
-
-    for folder in KINETO_DIRS:
-        for path in regular((trial / folder).rglob("*")):
-            if path.name.endswith((".json", ".json.gz")):
-                head = rank_in_head(path)
-                ranks[named(path) if head is None else head].kineto.append(path)
-    for path in regular((trial / "benchmark").glob(JSONL_GLOB)):
-        ranks[named(path)].jsonl = path
-    for path in regular(trial.glob(PROTON_GLOB)):
-        ranks[named(path)].proton.append(path)
-    return dict(ranks)
 
 
 def _record_start(record: Mapping[str, Any] | None) -> tuple[int, int] | None:
@@ -293,8 +253,9 @@ class _Merge:
         return out
 
 
-def _kineto_labels(events: list[Event]) -> dict[Any, tuple[str, tuple[Any, ...]]]:
-    """Input pid -> (our label, sort key) from Kineto's process metadata."""
+def _process_labels(events: list[Event], prefix: str) -> dict[Any, tuple[str, tuple[Any, ...]]]:
+    """Input pid -> (our label, sort key) from the file's process metadata (Kineto's names
+    CPU processes and GPUs; ``labels`` wins over ``name``, as chrome://tracing shows them)."""
     info: dict[Any, dict[str, Any]] = defaultdict(dict)
     for ev in events:
         if ev.ph == "M" and ev.args is not UNSET and (ev.name or "").startswith("process_"):
@@ -308,34 +269,38 @@ def _kineto_labels(events: list[Event]) -> dict[Any, tuple[str, tuple[Any, ...]]
         if not label.startswith("GPU"):
             label = f"{label} (pid {pid})".lstrip()
         index = args.get("sort_index")
-        out[pid] = (f"Kineto {label}", (index if isinstance(index, int) else math.inf, str(pid)))
+        out[pid] = (f"{prefix} {label}", (index if isinstance(index, int) else math.inf, str(pid)))
     return out
 
 
-def _lane_label(pid: Any, tid: Any) -> str:
-    """A default thread name: Kineto names its CPU threads and streams itself."""
-    if isinstance(pid, int) and isinstance(tid, int):
-        return f"thread {tid}"
-    return " / ".join(str(x) for x in (pid, tid) if x not in ("", UNSET)) or "instants"
+def _thread_label(template: str) -> Callable[[Any, Any], str]:
+    """A lane's default name (the file's own ``thread_name`` events win): ``template`` for an
+    integer tid, else the input's pid and tid."""
+    def label(pid: Any, tid: Any) -> str:
+        if isinstance(tid, int):
+            return template.replace("{tid}", str(tid))
+        return " / ".join(str(x) for x in (pid, tid) if x not in ("", UNSET)) or "instants"
+    return label
 
 
-def _merge_kineto(m: _Merge, rank: int, path: Path, doc: TraceDoc,
-                  keep: Callable[[float, float], bool] | None) -> list[Event]:
-    labels = _kineto_labels(doc.traceEvents)
+def _processes(m: _Merge, rank: int, trace: Trace, doc: TraceDoc) -> Callable[[Any], Any]:
+    """The output process of an input pid: one per pid over the rank's files of a source,
+    named by the file's metadata; a file without pids is one process named after it; the
+    named lane groups (Kineto's ``Spans``/``Traces``) are one ``markers`` process."""
+    labels = _process_labels(doc.traceEvents, trace.label)
+    path = trace.source.path
 
     def process(pid: Any) -> Any:
-        if not isinstance(pid, int):  # the "Spans"/"Traces" markers: one lane group
-            return m.lanes.process(rank, "kineto", _KINETO, "markers", "Kineto markers",
-                                   (math.inf, "~"))
-        label, order = labels.get(pid, (f"Kineto pid {pid}", (math.inf, str(pid))))
-        return m.lanes.process(rank, "kineto", _KINETO, pid, label, order)
+        if pid is UNSET:
+            key, label, order = path, f"{trace.label} {path.name}", (math.inf, str(path))
+        elif not isinstance(pid, int):
+            key, label, order = "markers", f"{trace.label} markers", (math.inf, "~")
+        else:
+            key = pid
+            label, order = labels.get(pid, (f"{trace.label} pid {pid}", (math.inf, str(pid))))
+        return m.lanes.process(rank, trace.kind, trace.position, key, label, order)
 
-    shift = m.us(doc.baseTimeNanoseconds or 0)
-    out = m.remap(doc.traceEvents, shift, keep, process, _lane_label)
-    m.sources.append({"rank": rank, "kind": "kineto", "file": str(path.relative_to(m.trial)),
-                      "events": len(out), "alignment": "baseTimeNanoseconds",
-                      "error_bound_ms": KINETO_BOUND_MS})
-    return out
+    return process
 
 
 def _clock_check(rank: int, iterations: list[RankRecord], steps: list[_KinetoStep]
@@ -354,7 +319,7 @@ def _clock_check(rank: int, iterations: list[RankRecord], steps: list[_KinetoSte
 def _merge_benchmark(m: _Merge, rank: int, path: Path, iterations: list[RankRecord],
                      keep: Callable[[float, float], bool] | None) -> list[Event]:
     """Iteration, phase and collective slices; step time and overlap counters."""
-    proc = m.lanes.process(rank, "benchmark", _BENCHMARK, None, "benchmark")
+    proc = m.lanes.process(rank, "benchmark", BENCHMARK_POSITION, None, "benchmark")
     it_tid = m.lanes.thread(proc, "iterations", "iterations")
     pid, out, lane_ends = proc.pid, [], defaultdict(list)
     early_ms = 0.0
@@ -403,13 +368,12 @@ def _merge_benchmark(m: _Merge, rank: int, path: Path, iterations: list[RankReco
     return out
 
 
-def _proton_span(m: _Merge, path: Path, iterations: list[RankRecord], length_ns: int
-                 ) -> tuple[int, int, str] | None:
-    """The span a Proton trace of ``length_ns`` must lie in, and what says so."""
-    collectors = (m.record or {}).get("collectors")
-    proton = collectors.get("proton") if isinstance(collectors, dict) else None
-    options = proton.get("options") if isinstance(proton, dict) else None
-    if iterations and isinstance(options, dict) and options.get("mode") == "env":
+def _span(m: _Merge, path: Path, span: str, iterations: list[RankRecord], length_ns: int
+          ) -> tuple[int, int, str] | None:
+    """The span a trace of relative times, ``length_ns`` long, must lie in, and what says so:
+    the rank's benchmark iterations (``span="iterations"``, when they are long enough), else
+    the trial's run."""
+    if span == "iterations" and iterations:
         low, high = iterations[0].time_start_unix_ns, iterations[-1].time_end_unix_ns
         if high - low >= length_ns:
             return low, high, "benchmark_iterations"
@@ -419,66 +383,92 @@ def _proton_span(m: _Merge, path: Path, iterations: list[RankRecord], length_ns:
         return None
     low, high = start[0], start[0] + start[1] + int(wall * 1e9)
     mtime = path.stat().st_mtime_ns
-    if low <= mtime <= high:  # written at finalize, after the last kernel
+    if low <= mtime <= high:  # written when the profiler finalised, after its last event
         high = mtime
     return (low, high, "run_window") if high - low >= length_ns else None
 
 
-def _merge_proton(m: _Merge, rank: int, path: Path, doc: TraceDoc, iterations: list[RankRecord],
-                  keep: Callable[[float, float], bool] | None) -> list[Event]:
-    """Place a Proton trace in the middle of the span it must lie in (half the slack is the
-    error bound); with no span known it starts at the origin, unaligned."""
+def _place_relative(m: _Merge, trace: Trace, doc: TraceDoc, iterations: list[RankRecord]
+                    ) -> tuple[float, dict[str, Any]]:
+    """The shift (µs) that centres a trace of relative times in the span it must lie in (half
+    the slack is the error bound; with no span known it starts at the origin, unaligned), and
+    what ``otherData.sources`` says of it."""
+    path = trace.source.path
     timed = [ev for ev in doc.traceEvents if ev.ph != "M" and ev.ts is not UNSET]
     first = min((ev.ts for ev in timed), default=0.0)
     length_ns = round((max((ev.ts + (ev.dur or 0) for ev in timed), default=first) - first)
                       * 1000)
-    span = _proton_span(m, path, iterations, length_ns)
+    span = _span(m, path, trace.source.span, iterations, length_ns)
     if span is None:
         start, bound, method = m.origin or 0, None, "unaligned"
-        m.warn(f"{path}: no anchor for a Proton trace (no benchmark iterations in env mode, no "
-               "run span in record.json); placed at the timeline's origin, not aligned")
+        m.warn(f"{path}: no anchor for a trace of relative times (no benchmark iterations to "
+               "lie in, no run span in record.json); placed at the timeline's origin, not "
+               "aligned")
     else:
         low, high, method = span
         slack = high - low - length_ns
         start, bound = low + slack // 2, round(slack / 2 / 1e6, 6)
+    return m.us(start) - first, {"alignment": method, "error_bound_ms": bound,
+                                 "first_event_unix_ns": start}
 
-    def process(pid: Any) -> Any:
-        label = f"Proton {path.name}" + ("" if pid is UNSET else f" ({pid})")
-        return m.lanes.process(rank, "proton", _PROTON, (path, pid), label, (str(path),))
 
-    out = m.remap(doc.traceEvents, m.us(start) - first, keep, process,
-                  lambda _, tid: f"stream {tid}" if isinstance(tid, int) else str(tid))
-    m.sources.append({"rank": rank, "kind": "proton", "file": str(path.relative_to(m.trial)),
-                      "events": len(out), "alignment": method, "error_bound_ms": bound,
-                      "first_event_unix_ns": start})
+def _merge_trace(m: _Merge, rank: int, trace: Trace, doc: TraceDoc,
+                 iterations: list[RankRecord], keep: Callable[[float, float], bool] | None
+                 ) -> list[Event]:
+    """One collector's (or the benchmark's Kineto) trace, placed by its declared clock."""
+    source = trace.source
+    if source.clock == "unix":
+        shift = m.us(doc.baseTimeNanoseconds or 0)
+        placed = {"alignment": "unix" if doc.baseTimeNanoseconds is None
+                  else "baseTimeNanoseconds", "error_bound_ms": source.error_bound_ms}
+    else:
+        shift, placed = _place_relative(m, trace, doc, iterations)
+    out = m.remap(doc.traceEvents, shift, keep, _processes(m, rank, trace, doc),
+                  _thread_label(source.thread_name))
+    m.sources.append({"rank": rank, "kind": trace.kind,
+                      "file": str(source.path.relative_to(m.trial)), "events": len(out),
+                      **placed})
     return out
 
 
-def _read_traces(paths: list[Path], warn: Warn, anchored: bool) -> list[tuple[Path, TraceDoc]]:
+def _unix_ns(doc: TraceDoc) -> Iterator[int]:
+    """Unix time of each timed event of a ``unix`` trace, in the file's order."""
+    base = doc.baseTimeNanoseconds or 0
+    return (base + round(ev.ts * 1000) for ev in doc.traceEvents
+            if ev.ph != "M" and ev.ts is not UNSET)
+
+
+def _read_traces(m: _Merge, traces: list[Trace]) -> list[tuple[Trace, TraceDoc]]:
+    """Each readable trace; the others are skipped with one line each."""
     out = []
-    for path in paths:
+    for trace in traces:
+        path = trace.source.path
         try:
-            doc = read_trace(path)
+            doc = read_trace(path, m.trial)
         except ValueError as exc:
-            warn(f"skipping {path}: {exc}")
+            m.warn(f"skipping {path}: {exc}")
             continue
-        if anchored and doc.baseTimeNanoseconds is None:
-            warn(f"skipping {path}: no baseTimeNanoseconds, so it cannot be put on the clock")
+        first = next(_unix_ns(doc), None) if trace.source.clock == "unix" else None
+        if first is not None and first < _UNIX_NS_MIN:
+            m.warn(f"skipping {path}: its times are not Unix time (an event at {first} ns; "
+                   "no baseTimeNanoseconds?), so it cannot be put on the clock")
             continue
-        out.append((path, doc))
+        out.append((trace, doc))
     return out
 
 
-def _merge_rank(m: _Merge, rank: int, inputs: _RankInputs, writer: TraceWriter) -> None:
+def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -> None:
     """Read one rank's files, write its events and lane metadata, then let them go."""
-    kineto = _read_traces(inputs.kineto, m.warn, anchored=True)
+    traces = _read_traces(m, inputs.traces)
+    unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]
     iterations = _iterations(inputs.jsonl, m.warn) if inputs.jsonl else []
-    if m.origin is None and kineto:
-        m.origin = min((doc.baseTimeNanoseconds + round(ev.ts * 1000) for _, doc in kineto
-                        for ev in doc.traceEvents if ev.ph != "M" and ev.ts is not UNSET),
-                       default=None)
-        m.origin_from = f"first Kineto event of rank {rank}"
-    steps = [s for _, doc in kineto for s in _profiler_steps(doc)]
+    if m.origin is None:
+        firsts = [(first, trace.label) for trace, doc in unix
+                  if (first := min(_unix_ns(doc), default=None)) is not None]
+        if firsts:
+            m.origin, label = min(firsts)
+            m.origin_from = f"first {label} event of rank {rank}"
+    steps = [s for _, doc in unix for s in _profiler_steps(doc)]
     windows = m.windows(iterations, steps)
     if windows == []:
         m.warn(f"rank {rank}: nothing in the selection ({m.selection.to_json()})")
@@ -488,15 +478,13 @@ def _merge_rank(m: _Merge, rank: int, inputs: _RankInputs, writer: TraceWriter) 
         m.clock_checks.append(check)
     if inputs.jsonl:
         writer.write(_merge_benchmark(m, rank, inputs.jsonl, iterations, keep))
-    for path, doc in kineto:
-        writer.write(_merge_kineto(m, rank, path, doc, keep))
-    for path, doc in _read_traces(inputs.proton, m.warn, anchored=False):
-        writer.write(_merge_proton(m, rank, path, doc, iterations, keep))
+    for trace, doc in traces:
+        writer.write(_merge_trace(m, rank, trace, doc, iterations, keep))
     writer.write(m.lanes.close_rank(rank, m.forwarded))
     m.forwarded.clear()
 
 
-def _origin(record: Mapping[str, Any] | None, ranks: dict[int, _RankInputs]
+def _origin(record: Mapping[str, Any] | None, ranks: dict[int, RankInputs]
             ) -> tuple[int | None, str]:
     start = _record_start(record)
     if start is not None:
@@ -518,22 +506,23 @@ class Timeline:
 
 
 def build_timeline(trial: Path, output: Path | None = None, selection: Selection = Selection(),
-                   record: Mapping[str, Any] | None = None, warn: Warn = warning_line
-                   ) -> Timeline | None:
+                   record: Mapping[str, Any] | None = None, warn: Warn = warning_line,
+                   hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S) -> Timeline | None:
     """Merge one trial's traces into ``output`` (default ``<trial>/timeline.json``; ``.gz``
-    compresses). ``record`` defaults to the trial's ``record.json``. ``None`` when the trial
-    holds no source; unreadable inputs are skipped with a warning naming the file."""
-    trial = Path(trial)
-    inputs = _discover(trial)
-    if not inputs:
-        warn(f"{trial}: no Kineto trace, benchmark rank_*_metrics.jsonl or Proton "
-             ".chrome_trace to merge")
-        return None
+    compresses). ``record`` defaults to the trial's ``record.json``; its collectors are asked
+    for their traces (``timeline_sources``, each within ``hook_timeout_s``). ``None`` when the
+    trial holds no source; unreadable inputs are skipped with a warning naming the file."""
+    trial = Path(trial).absolute()
     if record is None:
         try:
             record = msgspec.to_builtins(load_record(trial / RECORD_NAME))
         except (FileNotFoundError, BadRecord):
             record = None
+    inputs = discover(trial, record, warn, hook_timeout_s)
+    if not inputs:
+        warn(f"{trial}: nothing to merge (no benchmark rank_*_metrics.jsonl or torch_profiler "
+             "trace, no trace named by a collector's timeline_sources)")
+        return None
     ranks = sorted(r for r in inputs if selection.ranks is None or r in selection.ranks)
     if not ranks:
         warn(f"{trial}: no rank in --ranks {sorted(selection.ranks or ())} "
@@ -566,8 +555,8 @@ def trial_dirs(path: Path) -> list[Path]:
     return [path]
 
 
-def write_trial_timeline(trial_dir: Path, record: Mapping[str, Any] | None = None
-                         ) -> Path | None:
+def write_trial_timeline(trial_dir: Path, record: Mapping[str, Any] | None = None,
+                         hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S) -> Path | None:
     """``<trial_dir>/timeline.json`` with every rank and source (the sweep's ``timeline=true``).
 
     Call it before retention prunes the traces; pass the record being built when
@@ -575,7 +564,7 @@ def write_trial_timeline(trial_dir: Path, record: Mapping[str, Any] | None = Non
     ``collectors`` are used). Never raises: a problem is a warning and ``None``.
     """
     try:
-        done = build_timeline(Path(trial_dir), record=record)
+        done = build_timeline(Path(trial_dir), record=record, hook_timeout_s=hook_timeout_s)
     except Exception as exc:  # the trial's results matter more than its timeline
         warning_line(f"no timeline for {trial_dir} ({exception_line(exc)})")
         return None

@@ -1,4 +1,4 @@
-"""Trace Event Format in and out: read Kineto/Proton chrome traces, stream one merged file.
+"""Trace Event Format in and out: read any collector's chrome traces, stream one merged file.
 
 Events decode into one typed msgspec Struct whose ``args`` stay raw JSON bytes, so a merge
 re-emits them without building a dict per event; the writer encodes events as they come, so a
@@ -50,7 +50,7 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 class TraceDoc(msgspec.Struct, gc=False):
-    """A chrome trace: Kineto (with ``baseTimeNanoseconds``) or Proton (without)."""
+    """A chrome trace, with ``baseTimeNanoseconds`` (as Kineto writes) or without."""
 
     traceEvents: list[Event]
     baseTimeNanoseconds: int | None = None
@@ -65,10 +65,11 @@ def raw(obj: Any) -> msgspec.Raw:
     return msgspec.Raw(_ENCODER.encode(obj))
 
 
-def read_trace(path: Path) -> TraceDoc:
-    """Decode a chrome trace; ``ValueError`` with a one-line reason when it is not one."""
+def read_trace(path: Path, root: Path | None = None) -> TraceDoc:
+    """Decode a chrome trace (a regular file, inside ``root`` once links are resolved);
+    ``ValueError`` with a one-line reason when it is not one."""
     try:
-        return _DECODER.decode(read_limited(path))
+        return _DECODER.decode(read_limited(path, root))
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"unreadable ({exc})") from exc
     except msgspec.ValidationError as exc:
@@ -87,11 +88,11 @@ def rank_from_name(path: Path) -> int:
     return 0
 
 
-def rank_in_head(path: Path) -> int | None:
+def rank_in_head(path: Path, root: Path | None = None) -> int | None:
     """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
     the events), so a file's rank is known without decoding it all."""
     try:
-        with open_limited(path) as fh:
+        with open_limited(path, root) as fh:
             head = fh.read(_HEAD_BYTES)
     except (OSError, EOFError, zlib.error):
         return None

@@ -12,16 +12,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from needs import needs
 from reports.report_helpers import aorta
 
-from aorta_core.reports.timeline import (
-    KINETO_BOUND_MS,
-    Selection,
-    build_timeline,
-    write_trial_timeline,
-)
+from aorta_core.reports.timeline import Selection, build_timeline, write_trial_timeline
 
 STEPS = 6
+#: The 2-rank sweep measures with torchprof, whose timeline_sources names its traces.
+TORCHPROF = needs("aorta_torchprof")
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +53,8 @@ def _processes(doc: dict) -> dict[int, str]:
 
 
 def _by_rank(doc: dict) -> dict[int, list[dict]]:
-    """Non-metadata events per rank, each with ``kind`` (benchmark, Kineto, Proton) added from
-    its process's name (``rank <R> · <kind> ...``)."""
+    """Non-metadata events per rank, each with ``kind`` (benchmark, Kineto, a collector's name)
+    added from its process's name (``rank <R> · <kind> ...``)."""
     names = _processes(doc)
     out = defaultdict(list)
     for ev in doc["traceEvents"]:
@@ -78,6 +76,7 @@ def _benchmark_events(iterations: list[dict]) -> int:
     return sum(2 + len(it["profile"]["ranges"]) for it in iterations)
 
 
+@TORCHPROF
 def test_every_rank_and_source_on_one_clock(gloo_trial, tmp_path):
     trial = _copy(gloo_trial, tmp_path)
     path = write_trial_timeline(trial)
@@ -92,7 +91,7 @@ def test_every_rank_and_source_on_one_clock(gloo_trial, tmp_path):
     for rank in (0, 1):
         lanes = sorted(n for n in names.values() if n.startswith(f"rank {rank} · "))
         assert f"rank {rank} · benchmark" in lanes
-        assert any(n.startswith(f"rank {rank} · Kineto CPU (pid ") for n in lanes), lanes
+        assert any(n.startswith(f"rank {rank} · torchprof CPU (pid ") for n in lanes), lanes
     # pids and tids are namespaced: no tid is shared by two processes, no pid by two ranks
     lanes = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] != "M"}
     assert len({tid for _, tid in lanes}) == len(lanes)
@@ -101,10 +100,10 @@ def test_every_rank_and_source_on_one_clock(gloo_trial, tmp_path):
         trace, iterations = _inputs(trial, rank)
         kineto = [e for e in trace["traceEvents"] if e.get("ph") != "M"]
         mine = Counter(e["kind"] for e in events[rank])
-        assert mine["Kineto"] == len(kineto)
+        assert mine["torchprof"] == len(kineto)
         assert mine["benchmark"] == _benchmark_events(iterations)
         by_kind = {s["kind"]: s["events"] for s in meta["sources"] if s["rank"] == rank}
-        assert by_kind == {"kineto": len(kineto), "benchmark": _benchmark_events(iterations)}
+        assert by_kind == {"torchprof": len(kineto), "benchmark": _benchmark_events(iterations)}
         # the args of Kineto events come through unchanged
         first_op = next(e for e in kineto if e.get("cat") == "cpu_op")
         same = [e for e in events[rank] if e.get("cat") == "cpu_op"
@@ -118,11 +117,14 @@ def test_every_rank_and_source_on_one_clock(gloo_trial, tmp_path):
     assert all(ev["ts"] >= 0 for evs in events.values() for ev in evs)
 
 
+@TORCHPROF
 def test_each_iteration_lies_inside_its_profiler_step(gloo_trial, tmp_path):
     """The benchmark calls prof.step() after writing an iteration's line, so ProfilerStep#N
     (Kineto's clock) encloses iteration N (time.time_ns()): a check of the two clocks."""
     doc = _load(build_timeline(_copy(gloo_trial, tmp_path)).path)
-    tolerance = KINETO_BOUND_MS * 1000
+    bounds = {s["error_bound_ms"] for s in doc["otherData"]["sources"] if s["kind"] == "torchprof"}
+    assert bounds == {0.005}  # what torchprof states for Kineto's clock
+    tolerance = bounds.pop() * 1000
     checked = 0
     for rank, evs in _by_rank(doc).items():
         steps = {int(e["name"].split("#")[1]): e for e in evs
@@ -150,6 +152,7 @@ def _abs_events(trial: Path, rank: int, origin: int) -> list[tuple[float, float]
     return out
 
 
+@TORCHPROF
 def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
     trial = _copy(gloo_trial, tmp_path)
     full = _load(build_timeline(trial, tmp_path / "full.json").path)
@@ -170,7 +173,7 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
                       (it["time_end_unix_ns"] - origin) / 1000))
         low, high = min(a for a, _ in spans), max(b for _, b in spans)
         wanted = [1 for a, b in _abs_events(trial, rank, origin) if a <= high and b >= low]
-        assert Counter(e["kind"] for e in evs)["Kineto"] == len(wanted)
+        assert Counter(e["kind"] for e in evs)["torchprof"] == len(wanted)
         assert [e["name"] for e in evs if e["name"].startswith("iteration")] == ["iteration 3"]
         assert all(e["ts"] <= high + 1e-3 and e["ts"] + e.get("dur", 0) >= low - 1e-3
                    for e in evs)
@@ -178,7 +181,7 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
     notes: list[str] = []
     none = build_timeline(trial, tmp_path / "n.json",
                           Selection(steps=frozenset({99}), window_ms=(0, None)), warn=notes.append)
-    assert none.events == {"benchmark": 0, "kineto": 0}
+    assert none.events == {"benchmark": 0, "torchprof": 0}
     assert notes == [f"rank {r}: nothing in the selection ({{'ranks': None, 'steps': [99], "
                      f"'window_ms': [0, None]}})" for r in (0, 1)]
 
@@ -191,11 +194,12 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
     for rank, evs in _by_rank(window).items():
         wanted = [1 for a, b in _abs_events(trial, rank, origin)
                   if a <= high * 1000 and b >= low * 1000]
-        assert Counter(e["kind"] for e in evs)["Kineto"] == len(wanted) > 0
+        assert Counter(e["kind"] for e in evs)["torchprof"] == len(wanted) > 0
         assert all(e["ts"] <= high * 1000 + 1e-3 and e["ts"] + e.get("dur", 0)
                    >= low * 1000 - 1e-3 for e in evs)
 
 
+@TORCHPROF
 def test_cli_writes_every_trial_and_the_report_links_it(gloo_trial, tmp_path):
     out = tmp_path / "sweep"
     shutil.copytree(gloo_trial.parents[2], out)
@@ -203,7 +207,7 @@ def test_cli_writes_every_trial_and_the_report_links_it(gloo_trial, tmp_path):
     assert done.returncode == 0, done.stderr
     timeline = next(out.glob("cells/*/trial_000/timeline.json"))
     assert f"wrote {timeline}" in done.stderr.replace("\n", "")
-    assert "kineto" in done.stderr and "benchmark" in done.stderr
+    assert "torchprof" in done.stderr and "benchmark" in done.stderr
     assert aorta("report", "sweep", str(out), "--no-png", cwd=tmp_path).returncode == 0
     assert "trial_000/timeline.json\"" in (out / "report.html").read_text()
     gz = tmp_path / "t.json.gz"
@@ -214,6 +218,7 @@ def test_cli_writes_every_trial_and_the_report_links_it(gloo_trial, tmp_path):
     assert doc["otherData"]["selection"] == {"ranks": [0], "steps": [2, 3], "window_ms": None}
 
 
+@TORCHPROF
 def test_record_passed_in_before_it_is_written(gloo_trial, tmp_path):
     """The sweep calls the writer before retention prunes traces, before record.json exists."""
     trial = _copy(gloo_trial, tmp_path)
@@ -226,6 +231,7 @@ def test_record_passed_in_before_it_is_written(gloo_trial, tmp_path):
     assert doc["otherData"]["origin"] == "first benchmark iteration"
 
 
+@TORCHPROF
 def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     trial = _copy(gloo_trial, tmp_path)
     broken = next((trial / "torchprof").glob("rank1.*.json"))
@@ -236,6 +242,16 @@ def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     assert "Traceback" not in done.stderr
     doc = _load(trial / "timeline.json")
     assert {s["kind"] for s in doc["otherData"]["sources"] if s["rank"] == 1} == {"benchmark"}
+
+    unanchored = next((trial / "torchprof").glob("rank0.*.json"))  # its ts count from ~0
+    trace = _load(unanchored)
+    del trace["baseTimeNanoseconds"]
+    unanchored.write_text(json.dumps(trace))
+    done = aorta("timeline", str(trial), cwd=tmp_path)
+    assert f"aorta: warning: skipping {unanchored}: its times are not Unix time (an event at " \
+        in done.stderr.replace("\n", "")
+    doc = _load(trial / "timeline.json")
+    assert {s["kind"] for s in doc["otherData"]["sources"]} == {"benchmark"}
 
     telemetry = trial / "benchmark" / "rank_01_metrics.jsonl"  # read within the budget
     done = aorta("timeline", str(trial), cwd=tmp_path, env={"AORTA_READ_LIMIT_MB": "0.001"})
@@ -250,7 +266,7 @@ def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     nothing = aorta("timeline", str(empty), cwd=tmp_path)
-    assert nothing.returncode == 1 and "no Kineto trace" in nothing.stderr
+    assert nothing.returncode == 1 and "nothing to merge" in nothing.stderr
     sweep = gloo_trial.parents[2]
     both = aorta("timeline", str(sweep), "--output", "x.json", cwd=tmp_path, check=False)
     assert both.returncode == 2 and "--output names one file" in both.stderr
@@ -258,6 +274,7 @@ def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     assert bad.returncode == 2 and "START <= END" in bad.stderr
 
 
+@TORCHPROF
 def test_perfetto_shape(gloo_trial, tmp_path):
     """What Perfetto and chrome://tracing need: int lanes, numeric times, names on every lane,
     and our own slices never half-overlapping on one lane."""
@@ -282,6 +299,8 @@ def test_perfetto_shape(gloo_trial, tmp_path):
             assert start >= end - 1e-3
 
 
+@TORCHPROF
+@needs("aorta_proton")
 def test_proton_in_env_mode_hangs_from_the_benchmark_iterations(gloo_trial, tmp_path):
     """A Proton trace written by the benchmark's rank 0 (env mode) lies inside its iterations:
     it is centred there, and half the slack is the bound."""
@@ -329,12 +348,13 @@ def test_sweep_without_sources_or_with_unknown_ranks(tmp_path):
                  cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     done = aorta("timeline", str(out), cwd=tmp_path)
-    assert done.returncode == 1 and "no Kineto trace" in done.stderr
+    assert done.returncode == 1 and "nothing to merge" in done.stderr
     assert not list(out.glob("cells/*/trial_000/timeline.json"))
     assert subprocess.run([sys.executable, "-m", "aorta_core", "--help"], capture_output=True,
                           text=True).stdout.count("aorta timeline") == 1
 
 
+@TORCHPROF
 def test_the_sweep_writes_a_timeline_per_trial_and_the_report_links_it(tmp_path):
     out = tmp_path / "sweep"
     done = aorta(f"output={out}", "sweep=repeat", "workload=benchmark", "trials=1",

@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+from needs import needs
 from reports.report_helpers import H200_JSONL, REPO
 
 from aorta_core.reports.timeline import Selection, build_timeline
@@ -37,16 +38,18 @@ def _names(doc: dict, kind: str) -> dict[tuple[int, int] | int, str]:
             for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == kind}
 
 
+@needs("aorta_torchprof")
 def test_benchmark_trace_lanes_counts_and_clock(tmp_path):
     """FSDP benchmark, 1 rank, bf16 on the H200: 2124 kernels, 774 memcpys, 48 memsets."""
     trial = _trial(tmp_path, "cuda_h200_bench")
     source, events = _input_events(trial)
     done = build_timeline(trial)
-    assert done.ranks == [0] and done.events == {"kineto": len(events)}
+    assert done.ranks == [0] and done.events == {"torchprof": len(events)}
     doc = json.loads(done.path.read_text())
     processes = _names(doc, "process_name")
-    assert sorted(processes.values()) == ["rank 0 · Kineto CPU (pid 638)", "rank 0 · Kineto GPU 0",
-                                          "rank 0 · Kineto markers"]  # not GPU 1-15: no events
+    assert sorted(processes.values()) == ["rank 0 · torchprof CPU (pid 638)",
+                                          "rank 0 · torchprof GPU 0",
+                                          "rank 0 · torchprof markers"]  # not GPU 1-15: no events
     gpu = next(pid for pid, name in processes.items() if name.endswith("GPU 0"))
     streams = sorted(n for (pid, _), n in _names(doc, "thread_name").items() if pid == gpu)
     assert streams == ["stream 20 ", "stream 25 ", "stream 32 ", "stream 7 "]
@@ -70,6 +73,7 @@ def test_benchmark_trace_lanes_counts_and_clock(tmp_path):
         source["baseTimeNanoseconds"] + round(min(e["ts"] for e in events) * 1000)
 
 
+@needs("aorta_torchprof")
 def test_steps_select_the_gpu_work_of_a_step(tmp_path):
     trial = _trial(tmp_path, "cuda_h200_bench")
     _, events = _input_events(trial)
@@ -85,6 +89,7 @@ def test_steps_select_the_gpu_work_of_a_step(tmp_path):
         sum(e.get("cat") == "kernel" for e in wanted) > 600
 
 
+@needs("aorta_torchprof")
 def test_single_gpu_script_trace(tmp_path):
     """train_tiny.py under the runner: 57 kernels, 3 memsets, ProfilerStep#2-#4."""
     trial = _trial(tmp_path, "cuda_h200")
@@ -97,6 +102,7 @@ def test_single_gpu_script_trace(tmp_path):
     assert all(0 <= e["ts"] <= record["wall_time_s"] * 1e6 for e in out)
 
 
+@needs("aorta_proton")
 def test_proton_trace_is_placed_in_its_trials_run(tmp_path):
     """Proton 3.6 trace of vecadd.py (CLI mode): no absolute time in the file; its record
     (before started_at_unix existed) gives the run: start to the second, plus wall time."""

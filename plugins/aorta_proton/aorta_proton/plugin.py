@@ -10,7 +10,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, PayloadSession, TrialRun, hookimpl
+from aorta_core import (
+    Claim,
+    CollectorInfo,
+    Launch,
+    PayloadSession,
+    TimelineSource,
+    TrialRun,
+    hookimpl,
+)
 from aorta_proton.options import ProtonOptions
 
 #: Profile files Proton writes (``.part_<n>`` phase files included by the globs).
@@ -77,3 +85,10 @@ def parse_metrics(artifact_dir: Path, options: ProtonOptions) -> dict[str, Any]:
     from aorta_proton.parse import parse
 
     return parse(artifact_dir)
+
+
+@hookimpl
+def timeline_sources(artifact_dir: Path, options: ProtonOptions) -> list[TimelineSource]:
+    from aorta_proton.timeline import sources
+
+    return sources(Path(artifact_dir), options)

@@ -1,0 +1,208 @@
+"""What goes on a trial's merged timeline, rank by rank: the built-in benchmark's own files, and
+the trace files each collector that ran names through its ``timeline_sources`` hook.
+
+The core knows no collector by name: it asks every collector the trial's record lists, with the
+options it ran with, one at a time and isolated as every hook is
+(:func:`~aorta_core.isolation.call_hook`), and places each file by the clock the collector
+declares. A collector that raises, hangs, or answers anything but a list of ``TimelineSource``
+costs one warning and its lanes, never the timeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aorta_core.contracts import TimelineSource
+from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
+from aorta_core.oneline import exception_line, named_once
+from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
+from aorta_core.reports.trace_events import rank_from_name, rank_in_head
+
+Warn = Callable[[str], None]
+
+#: The built-in benchmark's own profiler (its ``profiling`` block) writes Kineto traces here.
+BENCHMARK_KINETO_DIR = "benchmark/torch_profiler"
+#: Kineto's CPU clock vs ``time.time_ns()`` on one host: within [-2.1, +3.2] µs over 2000
+#: ranges (torch 2.13, docs/reports.md); the bound we state for Kineto events.
+KINETO_BOUND_MS = 0.005
+#: Where each source's lanes sort within a rank: the benchmark, its Kineto, then collectors.
+BENCHMARK_POSITION, KINETO_POSITION, FIRST_COLLECTOR_POSITION = 0, 1, 2
+CLOCKS = ("unix", "relative")
+SPANS = ("iterations", "run")
+_LEFT_OUT = "its traces are left out of the timeline"
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One trace file to place: whose it is (``kind``, in ``otherData.sources``; ``label``
+    starts its lanes' names), where its lanes sort in a rank, and how it is placed."""
+
+    kind: str
+    label: str
+    position: int
+    source: TimelineSource
+
+
+@dataclass
+class RankInputs:
+    jsonl: Path | None = None
+    traces: list[Trace] = field(default_factory=list)
+
+
+def _regular(paths: Iterable[Path]) -> list[Path]:  # aorta reads no links
+    return sorted(p for p in paths if p.is_file() and not p.is_symlink())
+
+
+def _benchmark_kineto(trial: Path) -> list[Trace]:
+    return [Trace("kineto", "Kineto", KINETO_POSITION,
+                  TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
+            for path in _regular((trial / BENCHMARK_KINETO_DIR).rglob("*"))
+            if path.name.endswith((".json", ".json.gz"))]
+
+
+def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
+             hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S) -> dict[int, RankInputs]:
+    """Every source of a trial by rank. A file's rank is the one its collector states, else
+    Kineto's ``distributedInfo.rank`` in its head, else a ``rank<R>`` in its name or a folder's
+    inside the trial, never one of the folders above it; a file named twice is placed once."""
+    ranks: dict[int, RankInputs] = defaultdict(RankInputs)
+    for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
+        ranks[rank_from_name(path.relative_to(trial))].jsonl = path
+    traces = _benchmark_kineto(trial)
+    for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
+                                                                  hook_timeout_s),
+                                               FIRST_COLLECTOR_POSITION):
+        traces += [Trace(name, name, position, source) for source in sources]
+    seen: set[Path] = set()
+    for trace in traces:
+        path = trace.source.path
+        if path not in seen:
+            seen.add(path)
+            rank = trace.source.rank
+            if rank is None:
+                rank = rank_in_head(path, trial)
+            ranks[rank_from_name(path.relative_to(trial)) if rank is None else rank
+                  ].traces.append(trace)
+    return dict(ranks)
+
+
+def _recorded(record: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The collectors a trial's record says it ran, with the options they ran with."""
+    collectors = record.get("collectors")
+    if not isinstance(collectors, Mapping):
+        return {}
+    out = {}
+    for name, entry in collectors.items():
+        options = entry.get("options") if isinstance(entry, Mapping) else None
+        out[str(name)] = options if isinstance(options, Mapping) else {}
+    return out
+
+
+def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
+                       hook_timeout_s: float | None) -> Iterator[tuple[str, list[TimelineSource]]]:
+    """Each collector that ran and the sources it names, by collector name. Without a record,
+    the installed collectors whose artifact folder is in the trial, with their defaults."""
+    ran = _recorded(record) if record is not None else None
+    if ran == {}:
+        return  # it ran no collector: nothing to load
+    from aorta_core.plugins import PluginLoadError, load_registry
+
+    try:
+        registry = load_registry()
+    except PluginLoadError as exc:  # AORTA_STRICT_PLUGINS=1 and one failed to load
+        warn(f"{exc}; the collectors' traces are left out of the timeline")
+        return
+    if ran is None:
+        ran = {name: {} for name in registry.collectors if (trial / name).is_dir()}
+    for name, values in sorted(ran.items()):
+        folder = trial / name
+        if not folder.is_dir():
+            continue  # nothing kept of it (retention) or never made
+        if name not in registry.collectors:
+            warn(named_once(name, f"not installed here (see `aorta plugins`), so {_LEFT_OUT}"))
+            continue
+        sources = _ask(registry, name, folder, values, trial, warn, hook_timeout_s)
+        if sources:
+            yield name, sources
+
+
+def _options(info_options: type, values: Mapping[str, Any]) -> Any:
+    """The collector's options dataclass with the values its record holds (Hydra's checks)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(info_options), values))
+
+
+def _ask(registry: Any, name: str, folder: Path, values: Mapping[str, Any], trial: Path,
+         warn: Warn, hook_timeout_s: float | None) -> list[TimelineSource]:
+    """``timeline_sources`` of one collector, isolated; its checked answer, or ``[]`` after
+    one warning."""
+    try:
+        options = _options(registry.collectors[name].info.options, values)
+    except Exception as exc:  # options renamed since the run, or values of another type
+        warn(named_once(name, f"its recorded options do not fit its options now "
+                              f"({exception_line(exc)}), so {_LEFT_OUT}"))
+        return []
+    outcome = call_hook(lambda: registry.call(name, "timeline_sources", artifact_dir=folder,
+                                              options=options), hook_timeout_s)
+    for message in outcome.warnings:
+        warn(named_once(name, message))
+    if outcome.failure is not None:
+        warn(named_once(name, f"timeline_sources failed: {outcome.failure}; {_LEFT_OUT}"))
+        return []
+    try:
+        return checked(outcome.value, folder, trial)
+    except ValueError as exc:
+        warn(named_once(name, f"timeline_sources returned {exc}; {_LEFT_OUT}"))
+        return []
+
+
+def checked(value: Any, folder: Path, trial: Path) -> list[TimelineSource]:
+    """The sources of a ``timeline_sources`` answer, paths made absolute; ``ValueError`` naming
+    the first thing wrong (``None``: the collector does not implement the hook)."""
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"a {type(value).__name__}, not a list of TimelineSource")
+    out = []
+    for item in value:
+        problem = _problem(item)
+        if problem is not None:
+            raise ValueError(problem)
+        path = Path(os.path.normpath(folder / item.path))
+        if not path.is_relative_to(trial):
+            raise ValueError(f"{str(item.path)!r}, outside the trial's folder {trial}")
+        out.append(dataclasses.replace(item, path=path))
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _problem(item: Any) -> str | None:
+    """What makes ``item`` no usable ``TimelineSource``, in words; ``None`` when it is one."""
+    if not isinstance(item, TimelineSource):
+        return f"a {type(item).__name__} in its list, not a TimelineSource"
+    if not isinstance(item.path, str | os.PathLike) or not str(item.path):
+        return f"path {item.path!r}, not a file's path"
+    if item.clock not in CLOCKS:
+        return f"clock {item.clock!r} for {item.path}; use one of {', '.join(CLOCKS)}"
+    if item.span not in SPANS:
+        return f"span {item.span!r} for {item.path}; use one of {', '.join(SPANS)}"
+    if item.rank is not None and not (isinstance(item.rank, int) and not isinstance(item.rank, bool)
+                                      and item.rank >= 0):
+        return f"rank {item.rank!r} for {item.path}; use an int >= 0 or None"
+    bound = item.error_bound_ms
+    if not (_number(bound) and math.isfinite(bound) and bound >= 0):
+        return f"error_bound_ms {bound!r} for {item.path}; use a finite number >= 0"
+    if not isinstance(item.thread_name, str):
+        return f"thread_name {item.thread_name!r} for {item.path}; use text"
+    return None

@@ -1,0 +1,22 @@
+"""Proton's ``data=trace`` files on the trial's merged timeline (``timeline_sources``).
+
+Proton 3.6/3.7 counts a trace's times from its first kernel, with no absolute anchor, so the
+core centres it in the span it must lie in. In env mode the payload starts Proton before the
+benchmark's first iteration and stops it after the last, with no GPU work in between outside
+them: the iterations are that span. In cli mode Proton wraps the whole run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aorta_core import TimelineSource
+from aorta_proton.options import ProtonOptions
+
+
+def sources(artifact_dir: Path, options: ProtonOptions) -> list[TimelineSource]:
+    """Every chrome trace Proton wrote; its rank is the ``rank<R>`` in its name, else 0 (the
+    benchmark starts Proton on rank 0). Its tids are GPU streams."""
+    span = "iterations" if options.mode == "env" else "run"
+    return [TimelineSource(path, clock="relative", span=span, thread_name="stream {tid}")
+            for path in sorted(artifact_dir.glob("*.chrome_trace"))]
