@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, OptionError, PayloadSession, hookimpl
+from aorta_core import (
+    Claim,
+    CollectorInfo,
+    Launch,
+    OptionError,
+    PayloadSession,
+    TimelineSource,
+    hookimpl,
+)
 from aorta_torchprof.options import ACTIVITIES, MODES, STEP_ON, TorchprofOptions
 
 
@@ -74,3 +82,10 @@ def parse_metrics(artifact_dir: Path, options: Any) -> dict[str, Any]:
 
     drop = bool(getattr(options, "drop_last_profiler_step", False))
     return parse_dir(Path(artifact_dir), drop_last_profiler_step=drop)
+
+
+@hookimpl
+def timeline_sources(artifact_dir: Path, options: Any) -> list[TimelineSource]:
+    from aorta_torchprof.timeline import sources
+
+    return sources(Path(artifact_dir))
