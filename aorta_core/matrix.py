@@ -364,6 +364,7 @@ def build(output: Path) -> MatrixResult:
 
 
 def _build(output: Path) -> MatrixResult:
+    from aorta_core.collector_sections import collector_sections
     from aorta_core.perfmd import render_lines
 
     cells: list[dict] = []
@@ -395,5 +396,6 @@ def _build(output: Path) -> MatrixResult:
     write_atomic(paths[0], lambda tmp: write_matrix_json(tmp, matrix))
     axis_cols = [f"axis:{a}" for a in axis_names]
     write_atomic(paths[1], lambda tmp: _write_long(tmp, meta, metrics, axis_cols))
-    write_atomic(paths[2], lambda tmp: _write_lines(tmp, render_lines(matrix)))
+    sections = collector_sections(matrix, output)
+    write_atomic(paths[2], lambda tmp: _write_lines(tmp, render_lines(matrix, sections)))
     return MatrixResult(paths, matrix_cells, bad)

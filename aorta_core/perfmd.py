@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from aorta_core.collector_sections import CollectorSection
 
 #: What Markdown (and the HTML GitHub lets through it) would read as syntax in a table cell:
 #: one pass with the backslash escaped too, so that data cannot undo an escape.
@@ -44,12 +47,14 @@ def md_code(text: Any) -> str:
     return f"`{escaped}`" if escaped == str(text) else escaped
 
 
-def render(matrix: dict[str, Any]) -> str:
-    """Markdown table: axes, trial verdicts, wall time and every numeric metric (medians)."""
-    return "".join(render_lines(matrix))
+def render(matrix: dict[str, Any], sections: Sequence[CollectorSection] = ()) -> str:
+    """Markdown table: axes, trial verdicts, wall time and every numeric metric (medians), then
+    the collectors' own sections."""
+    return "".join(render_lines(matrix, sections))
 
 
-def render_lines(matrix: dict[str, Any]) -> Iterator[str]:
+def render_lines(matrix: dict[str, Any], sections: Sequence[CollectorSection] = ()
+                 ) -> Iterator[str]:
     """:func:`render`'s lines, each ending in a newline. Metrics are columns of the table, or,
     when the matrix keeps its summaries listed (many sparse names: a column each would make
     perf.md grow with cells x names), counted in one line that points to the full data."""
@@ -88,3 +93,22 @@ def render_lines(matrix: dict[str, Any]) -> Iterator[str]:
     if errors:
         yield "\nCells that could not run:\n\n"
         yield from (f"- {md_code(c['cell'])}: {md_text(c['error'])}\n" for c in errors)
+    for section in sections:
+        yield from _section_lines(section)
+
+
+def _section_lines(section: CollectorSection) -> Iterator[str]:
+    """A collector's section: its title with the collector's name, paragraphs, a table."""
+    yield f"\n## {md_text(section.title)} ({md_text(section.collector)})\n\n"
+    yield from (f"{md_text(p)}\n\n" for p in section.paragraphs)
+    if section.columns:
+        yield "| " + " | ".join(md_text(c) for c in section.columns) + " |\n"
+        yield "| " + " | ".join("---" for _ in section.columns) + " |\n"
+        for row in section.rows:
+            yield "| " + " | ".join(md_text(_value(v)) for v in row) + " |\n"
+    if section.more_rows:
+        yield f"\n{section.more_rows} more row(s) not shown.\n"
+
+
+def _value(value: Any) -> str:
+    return _fmt(value) if isinstance(value, int | float) else "" if value is None else value

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from aorta_core.collector_sections import collector_sections
 from aorta_core.matrix import WALL
 from aorta_core.matrix_summary import table_fits
 from aorta_core.oneline import exception_line
@@ -216,8 +217,21 @@ def _agreement(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         agreement_section(page, read_json(output / AGREEMENT_NAME))
 
 
+def _contributed(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    """The sections collectors add (``report_sections``), each under its collector's name."""
+    for section in collector_sections(matrix, output):
+        page.heading(f"{section.title} ({section.collector})")
+        for paragraph in section.paragraphs:
+            page.paragraph(paragraph)
+        if section.columns:
+            page.table(section.columns, section.rows)
+        if section.more_rows:
+            page.paragraph(f"{section.more_rows} more row(s) not shown.", "note")
+
+
 _SECTIONS = (("agreement", _agreement), ("cells", _cells), ("trial spread", _spread),
-             ("top kernels", _kernels), ("trials", _trials), ("environments", _environments))
+             ("top kernels", _kernels), ("collectors' own", _contributed), ("trials", _trials),
+             ("environments", _environments))
 
 
 def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
@@ -232,7 +246,7 @@ def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
     _header(page, output, matrix)
     for title, section in _SECTIONS:
         try:
-            if section in (_agreement, _spread, _trials):
+            if section in (_agreement, _spread, _trials, _contributed):
                 section(page, output, matrix)
             else:
                 section(page, matrix)

@@ -56,3 +56,10 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     assert "aorta_torchprof.runner" in record["argv_run"]
     traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).iterdir())
     assert traces == [f"rank{r}.step4.pt.trace.json" for r in range(ranks)]
+    # Its report_sections: the CPU operators reach both reports, hottest first.
+    hottest = matrix["cells"][0]["metrics_text"]["torchprof_top_cpu_ops"]
+    assert hottest and any(name.startswith("aten::") for name in hottest)
+    perf = (out / "perf.md").read_text()
+    assert "## Top CPU operators (torchprof)" in perf and ", ".join(hottest) in perf
+    page = (out / "report.html").read_text()
+    assert "Top CPU operators (torchprof)" in page and hottest[0] in page
