@@ -87,13 +87,33 @@ def gpu(session: nox.Session) -> None:
 @nox.session
 def third_party(session: nox.Session) -> None:
     """Collectors from outside the repo, pip-installed for real as their docs say (the rusage
-    test collector and docs/plugins.md's example), show up and run in a sweep."""
+    test collector and docs/plugins.md's example), show up and run in a sweep; the example's own
+    tests (aorta_core.testing) pass against its installed wheel, plainly and under torchrun."""
     _alone_on_disk(session)
     tmp = Path(session.create_tmp())
-    session.install(TORCH)
+    session.install(TORCH, "pytest>=8")
     session.install(_clean_sources(tmp / "src")[0])
-    session.install("./tests/third_party_collector", "./examples/plugin")
+    session.install("./tests/third_party_collector")
+    example = _example_wheel(session, tmp / "example")
     session.run("python", "tests/third_party_collector/check_install.py", str(tmp))
+    with session.chdir(example.parent):  # not the checkout: its aorta_core would come first
+        session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-c",
+                    str(example / "pyproject.toml"), str(example / "tests"))
+
+
+def _example_wheel(session: nox.Session, into: Path) -> Path:
+    """Build examples/plugin's wheel from a clean copy and install it with its dependencies
+    (pyinstrument); the copy keeps its tests but loses its module, so that they import the
+    wheel. Returns the copy."""
+    shutil.rmtree(into, ignore_errors=True)
+    copy = shutil.copytree(ROOT / "examples" / "plugin", into / "src",
+                           ignore=shutil.ignore_patterns("build", "dist", "*.egg-info",
+                                                         "__pycache__"))
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(into / "wheels"),
+                str(copy), silent=True)
+    session.install(*map(str, (into / "wheels").glob("aorta_pyinstrument-*.whl")))
+    (copy / "aorta_pyinstrument.py").unlink()
+    return copy
 
 
 #: What must work whatever way aorta-core was installed: its Hydra tree (recipes, workloads, the

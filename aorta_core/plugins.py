@@ -1,23 +1,22 @@
 """Collector discovery: entry points of the group ``aorta.collectors``, loaded into pluggy.
 
 Loading is tolerant (conda/sqlfluff style): a plugin that fails to import, misspells a hook or
-describes itself wrongly, or whose Hydra option ``collector/<name>.yaml`` is missing from its
-config package or is not YAML (a wheel built without its package data), is reported with its
-distribution, version and the fix, and the rest keep working. ``AORTA_STRICT_PLUGINS=1`` turns
-such a failure into an error; ``AORTA_LOAD_PLUGINS=a,b`` loads only the named collectors (an
-allow-list) and ``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by name. Discovery uses
-``importlib_metadata``, whose entry-point API is the same on every supported Python.
+describes itself wrongly, or that names a config package (``CollectorInfo.config_package``)
+whose ``collector/<name>.yaml`` is missing or is not YAML (a wheel built without its package
+data), is reported with its distribution, version and the fix, and the rest keep working.
+``AORTA_STRICT_PLUGINS=1`` turns such a failure into an error; ``AORTA_LOAD_PLUGINS=a,b`` loads
+only the named collectors (an allow-list) and ``AORTA_DISABLE_PLUGINS=a,b`` skips collectors by
+name. Discovery uses ``importlib_metadata``, whose entry-point API is the same on every supported
+Python.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from importlib.resources import files
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -98,7 +97,9 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
         if ep.name not in {i.plugin_name for i in registry.manager.hook.wrap_argv.get_hookimpls()}:
             raise TypeError("no wrap_argv hook: a collector must return the launch it measures "
                             "(unchanged when the workload measures itself)")
-        _check_option_file(ep.name, info.config_package)
+        _check_options_type(info.options)
+        if info.config_package is not None:  # otherwise searchpath generates the option
+            _check_option_file(ep.name, info.config_package)
     except BaseException:
         registry.manager.unregister(name=ep.name)
         raise
@@ -106,6 +107,21 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
 
 
 PACKAGING_DOC = "docs/plugins.md#packaging"
+
+
+def _check_options_type(options: object) -> None:
+    """The options become a Hydra config node when a sweep starts: a type OmegaConf cannot take
+    would end every sweep there, so it is this collector's load error instead."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not (isinstance(options, type) and is_dataclass(options)):
+        raise TypeError(f"CollectorInfo.options must be a dataclass type, not {options!r:.60}")
+    try:
+        OmegaConf.structured(options)
+    except OmegaConfBaseException as exc:
+        raise TypeError(f"CollectorInfo.options {options.__name__} is not a valid config "
+                        f"schema: {' '.join(str(exc).splitlines()[0].split())}") from None
 
 
 def _check_option_file(name: str, package: str) -> None:
@@ -162,23 +178,12 @@ def skipped(name: str) -> bool:
 
 
 def option_names() -> list[str]:
-    """The installed collectors (not skipped) with a Hydra option file, found without importing
-    any plugin: ``--help`` must not wait for a plugin whose import is slow, and importing a
-    config package runs its parents' ``__init__``. Whether each one loads: ``aorta plugins``."""
-    return sorted(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)
-                  if not skipped(ep.name) and _has_option_file(ep))
-
-
-def _has_option_file(ep: EntryPoint) -> bool:
-    """``collector/<name>.yaml`` at most two folders down the entry point's top-level package
-    (``<package>.conf`` by convention): ``find_spec`` of a top-level name executes nothing."""
-    try:
-        spec = importlib.util.find_spec(ep.module.partition(".")[0])
-    except (ImportError, ValueError):
-        return False
-    folders = (spec.submodule_search_locations or []) if spec is not None else []
-    patterns = [f"{'*/' * depth}collector/{ep.name}.yaml" for depth in range(3)]
-    return any(next(Path(f).glob(p), None) is not None for f in folders for p in patterns)
+    """The installed collectors (not skipped), named from their entry points without importing
+    any plugin: ``--help`` must not wait for a plugin whose import is slow. Every collector that
+    loads has an option (its YAML or one generated from its options); whether each one loads:
+    ``aorta plugins``."""
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)
+                   if not skipped(ep.name)})
 
 
 @functools.cache

@@ -1,9 +1,14 @@
-"""Bridge from aorta's plugin registry to Hydra: installed collectors' configs join the search path.
+"""Bridge from aorta's plugin registry to Hydra: every loaded collector becomes a
+``collector/<name>`` option.
 
-Registered with Hydra by hand (``Plugins.instance().register``) rather than through the
-``hydra_plugins`` namespace package, which Hydra cannot scan in editable installs; the search
-path it edits is the one Hydra's sweepers list options from, so ``collector=glob(*)`` sees
-every collector.
+A collector without a config package gets its option generated here, straight from its options
+dataclass (package ``collector.<name>``); one that ships ``collector/<name>.yaml`` (for presets)
+has its package put on the search path instead. Either way the option is typed by the dataclass,
+so a mistyped or ill-typed option fails while the config is composed, naming the key. The search
+path plugin is registered with Hydra by hand (``Plugins.instance().register``) rather than through
+the ``hydra_plugins`` namespace package, which Hydra cannot scan in editable installs; the search
+path it edits, and the ConfigStore, are where Hydra's sweepers list options from, so
+``collector=glob(*)`` sees every collector.
 """
 
 from __future__ import annotations
@@ -19,16 +24,20 @@ from aorta_core.plugins import load_registry
 class CollectorSearchPath(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         for name, collector in load_registry().collectors.items():
-            search_path.append(f"aorta-{name}", f"pkg://{collector.info.config_package}")
+            if collector.info.config_package is not None:
+                search_path.append(f"aorta-{name}", f"pkg://{collector.info.config_package}")
 
 
 def install() -> None:
     """Make every loaded collector's ``collector/<name>`` option composable.
 
-    Each collector's options dataclass becomes the schema of its option, so that a mistyped or
-    ill-typed option fails while the config is composed, naming the key.
+    The options dataclass is stored twice over: as the schema ``aorta_schema/collector/<name>``
+    that a collector's YAML extends, and, for a collector without YAML, as the option itself.
     """
     store = ConfigStore.instance()
     for name, collector in load_registry().collectors.items():
-        store.store(group="aorta_schema/collector", name=name, node=collector.info.options)
+        options = collector.info.options
+        store.store(group="aorta_schema/collector", name=name, node=options)
+        if collector.info.config_package is None:
+            store.store(group="collector", name=name, node=options, package=f"collector.{name}")
     Plugins.instance().register(CollectorSearchPath)

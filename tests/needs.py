@@ -30,6 +30,7 @@ INSTALL = {
     "triton": "pip install 'triton==3.6.0'",
     "hta": "pip install 'holistictraceanalysis==0.5.0' 'pandas<3'",
     "aorta_rusage": "pip install -e tests/third_party_collector",
+    "pyinstrument": "pip install pyinstrument",  # the docs' example collector
     **{f"aorta_{name}": f"pip install -e plugins/aorta_{name}"
        for name in ("proton", "torchprof", "rocprof", "ncu")},
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import good_collector, records, run_aorta
+from needs import needs
 
 #: Keep every collector installed in this environment (whichever they are) out of these tests' way.
 INSTALLED = sorted({ep.name for ep in entry_points(group="aorta.collectors")})
@@ -323,10 +325,9 @@ def test_parse_subcommand_shows_what_a_trial_would_record(plugin_site, tmp_path:
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plugin"
 DOC = EXAMPLE.parent.parent / "docs" / "plugins.md"
-#: The example's files docs/plugins.md shows, with the language of each block.
-SHOWN = {"pyproject.toml": "toml", "aorta_cprofile/plugin.py": "python",
-         "aorta_cprofile/conf/collector/cprofile.yaml": "yaml"}
-MISSING_FIX = ("collector/cprofile.yaml is missing from package aorta_cprofile.conf: add it as "
+#: The example's files docs/plugins.md shows, with the language of each block: all of them.
+SHOWN = {"pyproject.toml": "toml", "aorta_pyinstrument.py": "python"}
+MISSING_FIX = ("collector/preset.yaml is missing from package aorta_test_preset.conf: add it as "
                "package data (docs/plugins.md#packaging)")
 
 
@@ -335,69 +336,70 @@ def test_the_docs_show_the_example_plugin_verbatim():
     for name, language in SHOWN.items():
         source = (EXAMPLE / name).read_text(encoding="utf-8")
         assert f"```{language}\n{source}```" in text, f"docs/plugins.md differs from {name}"
+    module = (EXAMPLE / "aorta_pyinstrument.py").read_text(encoding="utf-8")
+    assert len(module.splitlines()) <= 60  # what the docs promise a whole collector takes
 
 
-def _install_wheel(src: Path, tmp_path: Path) -> dict[str, str]:
-    """Build ``src`` as users do (``pip wheel``), install the wheel into a private site folder,
-    and return the environment that loads it (and only it) as a collector."""
+def _example_wheel(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Build a copy of the example as users do (``pip wheel``) and install the wheel into a
+    private site folder; (the copy, the environment that loads the wheel's collector alone).
+    The copy's module is deleted after the build, so that only the wheel can be imported."""
+    src = Path(shutil.copytree(EXAMPLE, tmp_path / "src", ignore=shutil.ignore_patterns(
+        "build", "*.egg-info", "__pycache__")))
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir",
                     str(wheels), str(src)], check=True, cwd=tmp_path, timeout=300)
-    (wheel,) = wheels.glob("aorta_cprofile-*.whl")
+    (wheel,) = wheels.glob("aorta_pyinstrument-*.whl")
     subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
                    check=True, cwd=tmp_path, timeout=300)
-    return {"PYTHONPATH": str(site), "AORTA_LOAD_PLUGINS": "cprofile"}
+    (src / "aorta_pyinstrument.py").unlink()
+    return src, {"PYTHONPATH": str(site), "AORTA_LOAD_PLUGINS": "pyinstrument"}
 
 
-def _example_copy(tmp_path: Path) -> Path:
-    """The example outside the checkout, so that the build leaves nothing in it."""
-    return Path(shutil.copytree(EXAMPLE, tmp_path / "src",
-                                ignore=shutil.ignore_patterns("build", "*.egg-info",
-                                                              "__pycache__")))
-
-
-def _cprofile_row(tmp_path: Path, env: dict[str, str]) -> dict:
+def test_the_example_wheel_is_one_module_whose_option_is_generated(tmp_path: Path):
+    _, env = _example_wheel(tmp_path)
+    site = tmp_path / "site"
+    installed = {p.name for p in site.iterdir()} - {"__pycache__"}
+    assert {n for n in installed if not n.endswith(".dist-info")} == {"aorta_pyinstrument.py"}
     done = run_aorta(["plugins", "--json"], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
-    (row,) = [r for r in json.loads(done.stdout) if r["name"] == "cprofile"]
-    return row
+    (row,) = [r for r in json.loads(done.stdout) if r["name"] == "pyinstrument"]
+    assert (row["status"], row["distribution"], row["version"]) == (
+        "ok", "aorta-pyinstrument", "0.1.0")
+    refused = run_aorta(["sweep=repeat", "trials=1", "collector=pyinstrument",
+                         "collector.pyinstrument.interval_ms=fast", f"output={tmp_path / 'o'}",
+                         "--", sys.executable, "-c", "pass"], cwd=tmp_path, env=env)
+    assert refused.returncode == 2
+    assert "Value 'fast' of type 'str' could not be converted to Float; full_key: " \
+           "collector.pyinstrument.interval_ms" in refused.stderr.splitlines()[-1]
 
 
-def test_the_example_plugin_built_as_a_wheel_runs_in_a_sweep(tmp_path: Path):
-    env = _install_wheel(_example_copy(tmp_path), tmp_path)
-    row = _cprofile_row(tmp_path, env)
-    assert (row["status"], row["distribution"], row["version"]) == ("ok", "aorta-cprofile",
-                                                                     "0.1.0")
-    script = tmp_path / "work.py"
-    script.write_text("def busy():\n    return sum(i * i for i in range(200000))\n\n\nbusy()\n")
-    out = tmp_path / "out"
-    done = run_aorta(["sweep=repeat", "trials=1", "collector=cprofile", "collector.cprofile.top=2",
-                      f"output={out}", "--", sys.executable, str(script)], cwd=tmp_path, env=env)
-    assert done.returncode == 0, done.stderr
-    (rec,) = records(out)
-    assert rec["verdict"] == "pass" and rec["collectors"]["cprofile"]["version"] == "0.1.0"
-    assert rec["metrics"]["cprofile_process_count"] == 1 and rec["metrics"]["cprofile_calls"] > 0
-    assert len(rec["metrics"]["cprofile_top_functions"]) == 2
+@needs("pyinstrument")
+def test_the_example_plugins_own_tests_pass_against_its_wheel(tmp_path: Path):
+    """Its tests (aorta_core.testing's fixture: a Python script, two torchrun ranks on gloo, a
+    refused command) run against the installed wheel, as nox's third_party session runs them."""
+    src, env = _example_wheel(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                           "-c", str(src / "pyproject.toml"), str(src / "tests")], cwd=tmp_path,
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "3 passed" in done.stdout, done.stdout
 
 
-def test_a_wheel_built_without_its_package_data_is_an_error_with_the_fix(tmp_path: Path):
-    """The packaging docs/plugins.md showed before: no package-data table, so no YAML."""
-    src = _example_copy(tmp_path)
-    pyproject = src / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text[: text.index("# The Hydra option")], encoding="utf-8")
-    env = _install_wheel(src, tmp_path)
-    assert not (tmp_path / "site" / "aorta_cprofile" / "conf" / "collector" / "cprofile.yaml"
-                ).exists()
-    row = _cprofile_row(tmp_path, env)
+def test_a_collector_whose_yaml_is_missing_is_an_error_with_the_fix(plugin_site, tmp_path: Path):
+    """A collector that names a config package (YAML presets) in a wheel built without its
+    package data: the package is there, its YAML is not."""
+    plugin_site.add("preset", good_collector("preset"))
+    (plugin_site.root / "aorta_test_preset" / "conf" / "collector" / "preset.yaml").unlink()
+    row = _plugins(plugin_site, tmp_path)["preset"]
     assert row["status"] == "error" and row["error"].endswith(MISSING_FIX), row
     out = tmp_path / "out"
-    done = run_aorta(["sweep=repeat", "trials=1", "collector=cprofile", f"output={out}", "--",
-                      "true"], cwd=tmp_path, env=env)
+    done = run_aorta(["sweep=repeat", "trials=1", "collector=preset", f"output={out}", "--",
+                      "true"], cwd=tmp_path, env=_env(plugin_site))
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
-        f"aorta: error: collector cprofile (aorta-cprofile 0.1.0) is unusable: {row['error']}")
+        f"aorta: error: collector preset (aorta-test-preset 0.3.1) is unusable: {row['error']}")
     assert not out.exists()
 
 
