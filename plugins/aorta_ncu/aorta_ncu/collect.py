@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import BinaryIO
 
-from aorta_core import SetupError, TrialRun, open_limited
+from aorta_core.api import SetupError, TrialRun, open_limited
 from aorta_ncu.options import NcuOptions
 from aorta_ncu.wrap import REPORT_STEM, resolve_binary
 

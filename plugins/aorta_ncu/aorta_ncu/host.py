@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from aorta_core import SetupError
+from aorta_core.api import SetupError
 
 NVIDIACTL = Path("/dev/nvidiactl")
 DRIVER_PARAMS = Path("/proc/driver/nvidia/params")

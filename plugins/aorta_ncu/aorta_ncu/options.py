@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from aorta_core import OptionError, check_regex, check_text
+from aorta_core.api import OptionError, check_regex, check_text
 
 #: ``--set`` identifiers of the stock section sets (``ncu --list-sets`` of Nsight Compute
 #: 2025.3.1); ncu itself only warns about an unknown set and then profiles nothing.

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from aorta_core import FileRefused, read_limited
+from aorta_core.api import FileRefused, read_limited
 from aorta_ncu.collect import CONSOLE, RAW
 from aorta_ncu.counters import HARDWARE
 from aorta_ncu.host import PERMISSION_FIX

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_core.api import Claim, CollectorInfo, Launch, TrialRun, hookimpl
 from aorta_ncu.collect import collect
 from aorta_ncu.options import NcuOptions, validate
 from aorta_ncu.wrap import wrap

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from aorta_core import read_limited
+from aorta_core.api import read_limited
 from aorta_ncu.counters import HARDWARE, TIME
 
 NAME = "Kernel Name"
@@ -63,7 +63,7 @@ def read_launches(path: Path, root: Path) -> pl.DataFrame:
 
     A quantity whose column is absent or whose unit is not understood is left out (with a
     warning for the unit); a missing or unreadable value is null. ``path`` must be a regular
-    file inside ``root`` once links are resolved (``aorta_core.FileRefused`` otherwise).
+    file inside ``root`` once links are resolved (``aorta_core.api.FileRefused`` otherwise).
     """
     frame = pl.read_csv(io.BytesIO(_table_lines(read_limited(path, root))), infer_schema=False,
                         truncate_ragged_lines=True)

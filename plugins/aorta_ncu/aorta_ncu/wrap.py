@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from aorta_core import Launch, SetupError, find_executable
+from aorta_core.api import Launch, SetupError, find_executable
 from aorta_ncu.counters import REQUESTED
 from aorta_ncu.host import check_host
 from aorta_ncu.options import NcuOptions

@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from aorta_core.launch import run_main
+from aorta_core.api import run_main
 from aorta_proton import session
 
 

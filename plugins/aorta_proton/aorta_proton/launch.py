@@ -2,7 +2,7 @@
 
 ``mode: cli`` can run only what Proton's CLI runs: ``python [flags] script.py args``,
 ``pytest args`` and ``python -m pytest args`` (run as ``pytest``). Everything else needs
-``mode: env``, and the messages say so. Launches are split by :mod:`aorta_core.launch`.
+``mode: env``, and the messages say so. Launches are split by ``aorta_core.api.split_python``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-from aorta_core import SetupError
-from aorta_core.launch import PythonLaunch, split_python
-from aorta_core.launch import interpreter as launch_interpreter
+from aorta_core.api import PythonLaunch, SetupError, split_python
+from aorta_core.api import interpreter as launch_interpreter
 
 #: Interpreter flags that change nothing Proton depends on; kept in front of ``-m``.
 _FLAG_LETTERS = re.compile(r"-[uBEsSOIbq]+$")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aorta_core import Claim, OptionError
+from aorta_core.api import Claim, OptionError
 from aorta_proton.session import split_mode
 
 MODES = ("cli", "env")

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from aorta_core import FileRefused, json_number, read_limited, without_bom
+from aorta_core.api import FileRefused, json_number, read_limited, without_bom
 from aorta_proton.session import METADATA_FRAME
 
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)

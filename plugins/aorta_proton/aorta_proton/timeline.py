@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aorta_core import TimelineSource
+from aorta_core.api import TimelineSource
 from aorta_proton.options import ProtonOptions
 
 

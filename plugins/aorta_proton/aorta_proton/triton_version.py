@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aorta_core import SetupError
+from aorta_core.api import SetupError
 from aorta_proton.options import ProtonOptions
 from aorta_proton.session import split_mode
 

@@ -6,8 +6,7 @@ import dataclasses
 import warnings
 from pathlib import Path
 
-from aorta_core import Launch, SetupError
-from aorta_core.install_hints import pip_install
+from aorta_core.api import Launch, SetupError, pip_install
 from aorta_proton import devices, launch, triton_version
 from aorta_proton.options import ProtonOptions, render_mode
 

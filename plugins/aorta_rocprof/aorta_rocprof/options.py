@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Optional
 
-from aorta_core import OptionError, check_regex, check_text
+from aorta_core.api import OptionError, check_regex, check_text
 
 #: ``trace`` value -> the rocprofv3 flag that turns that domain on (rocprofv3.py flag names).
 TRACE_FLAGS: dict[str, str] = {

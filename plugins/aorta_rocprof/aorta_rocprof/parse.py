@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from aorta_core import FileRefused, json_number
+from aorta_core.api import FileRefused, json_number
 from aorta_rocprof.tables import Spans, Totals, read_dispatches, read_spans, read_stats
 
 STATS_GLOBS = ("*_kernel_stats.csv", "results.stats.csv")

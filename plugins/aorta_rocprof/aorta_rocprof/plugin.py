@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core import Claim, CollectorInfo, Launch, hookimpl
+from aorta_core.api import Claim, CollectorInfo, Launch, hookimpl
 from aorta_rocprof.options import RocprofOptions, validate
 from aorta_rocprof.wrap import wrap
 

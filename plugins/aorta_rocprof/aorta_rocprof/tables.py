@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from aorta_core import open_limited
+from aorta_core.api import open_limited
 
 #: Durations at or above 2**63 ns are unsigned wrap-arounds of a negative span (end < start).
 WRAPPED_NS = float(2**63)

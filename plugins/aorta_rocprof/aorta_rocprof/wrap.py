@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from aorta_core import Launch, SetupError, find_executable
+from aorta_core.api import Launch, SetupError, find_executable
 from aorta_rocprof.options import TRACE_FLAGS, RocprofOptions
 
 #: ``-o`` stem: every file lands flat as ``<artifact_dir>/aorta_<name>.csv``.

@@ -4,7 +4,7 @@ Kernel classes follow ``hta/common/types.py`` / ``hta/utils/utils.py: get_kernel
 match wins); intervals of one class are merged (``merge_kernel_intervals``: a new group starts
 when ``ts`` is past the running maximum end) and the overlap is the time both merged sets cover.
 We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 sweep. The merging is
-the core's one interval union (:mod:`aorta_core.intervals`).
+the core's one interval union (``aorta_core.api.merge``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from aorta_core.intervals import covered, merge
+from aorta_core.api import covered, merge
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 

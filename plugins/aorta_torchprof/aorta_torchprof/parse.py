@@ -7,7 +7,7 @@ a bad file costs its metrics and a warning, never an exception. Files are read t
 core's bounded reader: regular files inside the folder, within the read limit (gunzipped too).
 
 Speed: each file is decoded and summed in its own worker process
-(:func:`aorta_core.parallel_map`, :mod:`aorta_torchprof.summary`), so eight rank traces take
+(:func:`aorta_core.api.parallel_map`, :mod:`aorta_torchprof.summary`), so eight rank traces take
 about as long as the largest one where there are eight cores, and this process holds per-file
 sums, never a decoded trace. Only the cross-rank aggregation runs here.
 """
@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from aorta_core.intervals import merge
-from aorta_core.parallel import decoded_bytes, parallel_map
+from aorta_core.api import decoded_bytes, merge, parallel_map
 from aorta_torchprof.hta_overlap import Overlap
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aorta_core import ReportSection
+from aorta_core.api import ReportSection
 
 
 def cpu_operator_sections(matrix: Mapping[str, Any]) -> list[ReportSection]:

@@ -14,8 +14,7 @@ import os
 import sys
 import traceback
 
-from aorta_core.launch import run_main
-from aorta_core.payload import rank_from_env
+from aorta_core.api import rank_from_env, run_main
 from aorta_torchprof.session import DIR_ENV, Session, options_from_env
 
 USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"

@@ -1,7 +1,7 @@
 """One torch.profiler session driven by the collector's options, inside the profiled process.
 
-Used by the runner (wrap mode) and, through :func:`payload_session` (entry point
-``aorta.payload_sessions: torchprof``), by any workload that opens ``aorta_core.payload.session``:
+Used by the runner (wrap mode) and, through :func:`payload_session` (the collector's
+``payload_session`` hook), by any workload that opens ``aorta_core.payload.session``:
 it reads the ``AORTA_TORCHPROF_DIR`` / ``AORTA_TORCHPROF_OPTIONS`` contract (env mode) or the
 workload's own ``torch_profiler`` request, names every output with the rank (``rank<R>``) and
 advances the schedule on optimizer steps, the workload's steps (``step_on=manual``), or not at

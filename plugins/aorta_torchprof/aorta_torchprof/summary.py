@@ -1,6 +1,6 @@
 """One Kineto trace file -> a small :class:`FileSummary` (the per-rank work of a parse).
 
-Runs in a worker process of :func:`aorta_core.parallel_map` (or in-process for a single file),
+Runs in a worker process of :func:`aorta_core.api.parallel_map` (or in-process for a single file),
 so the decoded events never leave it: what goes back is per-file sums, kernel time per name and
 the merged communication and computation intervals, from which the parent derives every
 cross-rank metric. The GPU lane is selected and summed by C-level iteration and numpy, so the
@@ -21,8 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from aorta_core import FileRefused, mapped_limited, without_bom
-from aorta_core.intervals import merge
+from aorta_core.api import FileRefused, mapped_limited, merge, without_bom
 from aorta_torchprof.hta_overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class
 from aorta_torchprof.trace import GPU_CATS, MAX_US, NO_CORRELATION, decode, plausible
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aorta_core import TimelineSource
+from aorta_core.api import TimelineSource
 from aorta_torchprof.parse import trace_files
 
 #: Kineto's CPU clock vs ``time.time_ns()`` on one host: within [-2.1, +3.2] µs over 2000

@@ -14,8 +14,7 @@ from typing import Any
 
 import msgspec
 
-from aorta_core import json_number
-from aorta_core.reports.trace_events import rank_from_name
+from aorta_core.api import json_number, rank_from_name
 
 #: Event categories that run on a device lane (HTA: events with a stream); compared as
 #: written, lowercase in Kineto, capitalised in some older traces.

@@ -3,7 +3,7 @@ options (env mode).
 
 Accepted launches: ``python [flags] script.py ...``, ``python [flags] -m module ...``,
 ``torchrun [opts] script.py ...`` and ``python -m torch.distributed.run [opts] script.py ...``
-(also with torchrun's ``-m module``), split and rebuilt by :mod:`aorta_core.launch`. torchrun
+(also with torchrun's ``-m module``), split and rebuilt by ``aorta_core.api.split_python``. torchrun
 gets ``-m aorta_torchprof.runner`` so that every rank it spawns runs the payload under its own
 profiler.
 """
@@ -14,9 +14,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from aorta_core import Launch, SetupError
-from aorta_core.install_hints import pip_install
-from aorta_core.launch import PythonLaunch, interpreter, split_python
+from aorta_core.api import Launch, PythonLaunch, SetupError, interpreter, pip_install, split_python
 from aorta_torchprof.options import TorchprofOptions
 from aorta_torchprof.session import options_to_env
 

@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from aorta_core import CollectorInfo, Launch, hookimpl
+from aorta_core.api import CollectorInfo, Launch, hookimpl
 
 RESULT_NAME = "rusage.json"
 
