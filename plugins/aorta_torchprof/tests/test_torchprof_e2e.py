@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,27 @@ TRAIN = REPO / "examples" / "profiling" / "torchprof" / "train_tiny.py"
 BIN = Path(sys.executable).parent
 
 
+#: glibc's words when the PyTorch profiler's teardown corrupts the heap: an upstream race
+#: (pytorch/pytorch#64345, "a memory corruption / use after free" in pytorch/pytorch#94013) seen
+#: once in a rank of the torchrun sweep below, after both ranks had written their traces.
+HEAP_CORRUPTED = "malloc(): unsorted double linked list corrupted"
+
+
 def _sweep(tmp_path: Path, *command: str) -> dict:
+    """The sweep's matrix; run once more (in a fresh folder) only when a rank died of the
+    upstream heap corruption, so that the test still fails on any fault of aorta's."""
+    done = _run_sweep(tmp_path, *command)
+    logs = list(tmp_path.glob("cells/*/trial_*/stderr.log"))
+    if done.returncode != 0 and any(HEAP_CORRUPTED in p.read_text(errors="replace") for p in logs):
+        shutil.rmtree(tmp_path)
+        done = _run_sweep(tmp_path, *command)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((tmp_path / "matrix.json").read_text())
+
+
+def _run_sweep(tmp_path: Path, *command: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -37,8 +56,6 @@ def _sweep(tmp_path: Path, *command: str) -> dict:
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads((tmp_path / "matrix.json").read_text())
 
 
 @pytest.mark.parametrize(
