@@ -377,14 +377,15 @@ def test_the_example_wheel_is_one_module_whose_option_is_generated(tmp_path: Pat
 
 @needs("pyinstrument")
 def test_the_example_plugins_own_tests_pass_against_its_wheel(tmp_path: Path):
-    """Its tests (aorta_core.testing's fixture: a Python script, two torchrun ranks on gloo, a
-    refused command) run against the installed wheel, as nox's third_party session runs them."""
+    """Its tests (aorta_core.testing's fixture: a Python script, two torchrun ranks on gloo, an
+    asyncio program, a refused command) run against the installed wheel, as nox's third_party
+    session runs them."""
     src, env = _example_wheel(tmp_path)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                            "-c", str(src / "pyproject.toml"), str(src / "tests")], cwd=tmp_path,
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "3 passed" in done.stdout, done.stdout
+    assert "4 passed" in done.stdout, done.stdout
 
 
 def test_a_collector_whose_yaml_is_missing_is_an_error_with_the_fix(plugin_site, tmp_path: Path):

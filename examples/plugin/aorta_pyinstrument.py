@@ -5,8 +5,7 @@ import os
 import sys
 from collections import Counter
 
-from aorta_core import CollectorInfo, SetupError, hookimpl, read_limited
-from aorta_core.launch import run_main, split_python
+from aorta_core import api  # everything a plugin imports from aorta
 
 
 @dataclasses.dataclass
@@ -15,26 +14,26 @@ class Options:
     top: int = 5  # functions named in pyinstrument_top_functions
 
 
-@hookimpl
+@api.hookimpl
 def aorta_collector():
-    return CollectorInfo(description="pyinstrument of each Python process", options=Options)
+    return api.CollectorInfo(description="pyinstrument of each Python process", options=Options)
 
 
-@hookimpl
+@api.hookimpl
 def wrap_argv(launch, options, artifact_dir):
-    if (python := split_python(launch.argv)) is None or python.kind not in ("script", "module"):
-        raise SetupError("pyinstrument runs `python script.py` or `-m module` (torchrun too); "
-                         "put other commands in a script")
+    if (python := api.split_python(launch.argv)) is None or python.kind not in ("script", "module"):
+        raise api.SetupError("pyinstrument runs `python script.py` or `-m module` (torchrun "
+                             "too); put other commands in a script")
     runner = ("-m", "aorta_pyinstrument", str(artifact_dir), str(options.interval_ms / 1e3))
     return dataclasses.replace(launch, argv=python.rebuild(*runner))
 
 
-@hookimpl
+@api.hookimpl
 def parse_metrics(artifact_dir, options):
     paths = sorted(artifact_dir.glob("rank*.pyisession"))  # pyinstrument's Session.save JSON
     if not paths:  # the core turns this into one warning and omits the metrics
         raise FileNotFoundError(f"no rank*.pyisession in {artifact_dir}: see the trial's stderr")
-    sessions = [json.loads(read_limited(path, root=artifact_dir)) for path in paths]
+    sessions = [json.loads(api.read_limited(path, root=artifact_dir)) for path in paths]
     self_s = Counter()  # a frame is "function\0file\0first line", then "\1" and attributes
     for stack, seconds in (record for s in sessions for record in s["frame_records"]):
         function, path, line = stack[-1].split("\x01")[0].split("\x00")
@@ -48,12 +47,12 @@ def parse_metrics(artifact_dir, options):
 def main(out_dir, interval_s, *target):
     """In every process of the workload: run the target under pyinstrument, one file per rank."""
     from pyinstrument import Profiler  # here: aorta's own process never imports it
-    profiler = Profiler(interval=float(interval_s))
+    profiler = Profiler(interval=float(interval_s), async_mode="disabled")  # thread stacks only
     profiler.start()
     try:
-        run_main(target)
+        api.run_main(target)
     finally:
-        profiler.stop().save(os.path.join(out_dir, f"rank{os.environ.get('RANK', '0')}.pyisession"))
+        profiler.stop().save(os.path.join(out_dir, f"rank{api.rank_from_env()}.pyisession"))
 
 
 if __name__ == "__main__":

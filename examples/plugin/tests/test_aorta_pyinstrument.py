@@ -1,5 +1,6 @@
-"""aorta-pyinstrument in real sweeps, as installed: a Python script, two torchrun ranks, and a
-command it cannot profile. Any machine: the workloads run on the CPU (gloo), GPU or not."""
+"""aorta-pyinstrument in real sweeps, as installed: a Python script, two torchrun ranks, an
+asyncio program and a command it cannot profile. Any machine: the workloads run on the CPU
+(gloo), GPU or not."""
 
 import sys
 from pathlib import Path
@@ -51,6 +52,19 @@ def test_every_torchrun_rank_writes_its_own_session(aorta_sweep, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["rank0.pyisession", "rank1.pyisession"]
     assert record.metrics["pyinstrument_process_count"] == 2
     assert "busy (work.py:1)" in record.metrics["pyinstrument_top_functions"]
+
+
+def test_an_asyncio_workload_is_sampled_on_its_thread_stacks(aorta_sweep, tmp_path):
+    """pyinstrument's async mode would end a stack in an "[await]" frame; its thread stacks are
+    what a per-process profile shows (the event loop waiting included)."""
+    script = _script(tmp_path, "import asyncio\n\n\nasync def spin():\n    total = 0\n"
+                     "    for i in range(2_500_000):\n        total += i\n"
+                     "    await asyncio.sleep(0.01)\n\n\nasyncio.run(spin())\n")
+    result = aorta_sweep("sweep=repeat", "trials=1", "collector=pyinstrument", "--",
+                         sys.executable, script, collectors=["pyinstrument"]).assert_ok()
+    (record,) = result.records
+    assert record.metrics["pyinstrument_top_functions"][0] == "spin (work.py:4)"
+    assert record.warnings == {}
 
 
 def test_a_command_that_is_not_python_is_a_setup_error(aorta_sweep):
