@@ -34,7 +34,10 @@ def wrap(launch_: Launch, tmp_path: Path, **options) -> Launch:
 
 
 def standin_python(folder: Path, triton: str, runner: bool = True) -> str:
-    """An executable named python3 that prints what the probe prints for that Triton."""
+    """An executable named python3 that prints what the probe prints for that Triton.
+
+    The collector caches each interpreter's answer by path for the life of the process, and a
+    passing test's tmp_path is deleted and its name reused: name ``folder`` after the answer."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "python3"
     body = f'{{"triton": "{triton}", "aorta_proton": {"true" if runner else "false"}}}'
@@ -209,14 +212,14 @@ def test_triton_proton_disable_is_refused(tmp_path, value):
     ],
 )
 def test_triton_version_of_the_workload_interpreter_is_checked(tmp_path, triton, options, match):
-    python = standin_python(tmp_path / "bin", triton)
+    python = standin_python(tmp_path / f"bin-{triton}", triton)
     with pytest.raises(SetupError, match=match):
         wrap(launch(python, "x.py"), tmp_path, **options)
 
 
 @pytest.mark.parametrize("triton", ["3.5.1", "3.6.0", "3.9.0+git1234"])
 def test_supported_tritons_pass(tmp_path, triton):
-    python = standin_python(tmp_path / "bin", triton)
+    python = standin_python(tmp_path / f"bin-{triton}", triton)
     out = wrap(launch(python, "x.py"), tmp_path, backend="cupti", backend_mode="pcsampling")
     assert out.argv[0] == python
 

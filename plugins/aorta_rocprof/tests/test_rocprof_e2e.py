@@ -96,5 +96,5 @@ def test_proton_conflict_refused_at_compose_time(tmp_path):
                 "trials=1", f"output={out}", "--", "true"],
                env={**os.environ, "ROCPROF_BIN": str(STANDIN)}, cwd=tmp_path)
     text = proc.stdout + proc.stderr + "".join(p.read_text() for p in out.rglob("cell.json"))
-    assert "backend=instrumentation" in text and "two separate cells" in text
+    assert "backend=instrumentation" in text and "put them in separate cells" in text
     assert not list(out.rglob("record.json"))
