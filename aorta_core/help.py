@@ -31,6 +31,7 @@ Usage:
                                               (agreement.json, report.html, the verdicts)
   aorta timeline <trial_dir|output> [--output F] [--ranks 0,1] [--steps 3-5] [--window A:B]
                                               every rank's traces on one clock, for Perfetto
+  aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
 
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>
