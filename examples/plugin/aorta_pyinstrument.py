@@ -48,9 +48,10 @@ def main(out_dir, interval_s, *target):
     """In every process of the workload: run the target under pyinstrument, one file per rank."""
     from pyinstrument import Profiler  # here: aorta's own process never imports it
     profiler = Profiler(interval=float(interval_s), async_mode="disabled")  # thread stacks only
+    run_main = api.run_main  # loaded on first use: before the profile, which is the workload's
     profiler.start()
     try:
-        api.run_main(target)
+        run_main(target)
     finally:
         profiler.stop().save(os.path.join(out_dir, f"rank{api.rank_from_env()}.pyisession"))
 
