@@ -73,7 +73,8 @@ class SweepResult:
             status = (f"exited {self.returncode} "
                       f"({_STATUS.get(self.returncode, 'unexpected status')})")
         lines = [f"aorta sweep {status}: {shlex.join(self.args)}",
-                 f"output: {self.output} ({len(self.records)} trial records)"]
+                 f"output: {self.output} ({len(self.records)} trial "
+                 f"record{'' if len(self.records) == 1 else 's'})"]
         lines += [f"  {r.cell} trial {r.trial}: {r.verdict}: {r.error or f'exit {r.exit_code}'}"
                   for r in self.records if r.verdict != "pass"]
         lines += [f"  bad record: {bad}" for bad in self.bad_records]
