@@ -22,6 +22,7 @@ from aorta_core.cells import Cell, ConfigError, Place, build_cell
 from aorta_core.plugins import Registry
 from aorta_core.progress import console, trial_line, warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, TrialRecord, load_record
+from aorta_core.reports.timeline import timeline_step
 from aorta_core.trial import probe_attach, run_trial
 
 BARE = "bare"
@@ -93,7 +94,7 @@ def run_agreement(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
         firsts = {}
         for cell in cells:
             if index in todo[cell.name]:
-                record = run_trial(cell, index, registry)
+                record = run_trial(cell, index, registry, timeline_step(cell))
                 trial_line(f"round {index + 1}/{trials} {cell.name}", record)
                 counts = verdicts[cell.name]
                 counts[record.verdict] = counts.get(record.verdict, 0) + 1

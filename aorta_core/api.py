@@ -15,7 +15,7 @@ specified in :mod:`aorta_core.hookspecs`; docs/plugins.md explains each name bel
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path);
 - intervals: ``merge``, ``covered``, ``union_length``; install hints: ``pip_install``.
 
-The last four groups load on first use, so that importing a plugin stays cheap.
+Launches, intervals and install hints load on first use, so that importing a plugin stays cheap.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from aorta_core.files import (
 )
 from aorta_core.numbers import json_number
 from aorta_core.parallel import Mapped, decoded_bytes, parallel_map
+from aorta_core.ranks import rank_from_env, rank_from_name
 
 #: Names loaded on first use, by the module that defines them.
 _LAZY = {
@@ -57,7 +58,6 @@ _LAZY = {
     "covered": "aorta_core.intervals", "merge": "aorta_core.intervals",
     "union_length": "aorta_core.intervals",
     "pip_install": "aorta_core.install_hints",
-    "rank_from_env": "aorta_core.payload", "rank_from_name": "aorta_core.reports.trace_events",
 }
 
 __all__ = [
@@ -65,7 +65,7 @@ __all__ = [
     "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
     "check_regex", "check_regular", "check_text", "decoded_bytes", "find_executable",
     "hookimpl", "json_number", "mapped_limited", "open_limited", "parallel_map", "read_limit",
-    "read_limited", "without_bom", *_LAZY,
+    "rank_from_env", "rank_from_name", "read_limited", "without_bom", *_LAZY,
 ]
 
 

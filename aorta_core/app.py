@@ -22,6 +22,7 @@ from aorta_core.driver import SweepAbort
 from aorta_core.files import READ_LIMIT_ENV, disk_full
 from aorta_core.plugins import load_registry
 from aorta_core.progress import CellProgress, cell_label
+from aorta_core.reports.timeline import timeline_step
 from aorta_core.slots import device_slot
 from aorta_core.trial import run_trial
 
@@ -62,7 +63,7 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
         with CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label) as progress:
             for index in todo:
                 progress.start(index)
-                record = run_trial(cell, index, registry)
+                record = run_trial(cell, index, registry, timeline_step(cell))
                 progress.done(index, record)
                 verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1
     return verdicts

@@ -25,12 +25,13 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from aorta_core.contracts import PayloadSession
 from aorta_core.oneline import exception_line
+from aorta_core.ranks import rank_from_env
 
 if TYPE_CHECKING:
     from aorta_core.plugins import Registry
@@ -81,15 +82,6 @@ def session(rank: int | None = None, **context: Any) -> Iterator[Session]:
         for name, running in reversed(handle._running):
             _isolated(name, "stop", running.stop)
         handle._running.clear()
-
-
-def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") -> int:
-    """The rank a launcher exported for this process (torchrun: ``RANK`` across the job,
-    ``LOCAL_RANK`` on its node); 0 when unset or not a number (a single process)."""
-    try:
-        return int((os.environ if env is None else env).get(variable, "0"))
-    except ValueError:
-        return 0
 
 
 def _collectors() -> Iterator[tuple[str, Registry]]:

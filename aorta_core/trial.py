@@ -12,7 +12,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -147,22 +147,21 @@ def _verdict(outcome: ProcessOutcome | None, error: str | None, cell: Cell, stde
     return "pass", None
 
 
-def _write_timeline(trial_dir: Path, started: float, outcome: ProcessOutcome,
-                    collectors: dict[str, CollectorRecord], hook_timeout_s: float | None) -> None:
-    from aorta_core.reports.timeline import write_trial_timeline
-
-    write_trial_timeline(trial_dir, {"started_at_unix": started, "wall_time_s": outcome.wall_time_s,
-                                     "collectors": msgspec.to_builtins(collectors)},
-                         hook_timeout_s)
-
-
 def _env_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str | None]:
     changed: dict[str, str | None] = {k: v for k, v in after.items() if before.get(k) != v}
     changed.update({k: None for k in before if k not in after})
     return {safe_text(k): None if v is None else safe_text(v) for k, v in changed.items()}
 
 
-def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
+#: A step the caller adds after a trial ran and its collectors parsed, before retention prunes
+#: its files: (the trial's folder, what the trial knows so far: ``started_at_unix``,
+#: ``wall_time_s``, ``collectors``). The app writes the merged timeline there; the engine knows
+#: no report.
+AfterRun = Callable[[Path, Mapping[str, Any]], None]
+
+
+def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | None = None
+              ) -> TrialRecord:
     """Run trial ``index`` of ``cell`` and write its record; return the record."""
     trial_dir = cell.trial_dir(index)
     order = registry.wrap_order(list(cell.collectors))
@@ -185,8 +184,9 @@ def run_trial(cell: Cell, index: int, registry: Registry) -> TrialRecord:
     collectors, metrics = _collect(registry, cell, trial_dir, folders, run, notes)
     metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
     verdict, error = _verdict(outcome, error, cell, stderr)
-    if cell.timeline and outcome is not None:  # before retention prunes the traces
-        _write_timeline(trial_dir, started, outcome, collectors, cell.hook_timeout_s)
+    if after_run is not None and outcome is not None:  # before retention prunes the traces
+        after_run(trial_dir, {"started_at_unix": started, "wall_time_s": outcome.wall_time_s,
+                              "collectors": msgspec.to_builtins(collectors)})
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
     record = TrialRecord(

@@ -1,7 +1,8 @@
-"""Collectors reach aorta through ``aorta_core.api`` alone, and that surface stands on its own:
-the built-in collectors (and the outside test collector) import no other aorta_core module,
-anywhere in their code, and the modules behind ``aorta_core.api`` import nothing of the sweep
-engine, the Hydra app or the reports. CPU only: reads the source, imports nothing."""
+"""aorta_core in layers: collectors reach it through ``aorta_core.api`` alone (the built-in
+collectors and the outside test collector import no other aorta_core module, anywhere in their
+code), and each core module imports only from its own layer and those below (api < engine <
+benchmark < reports < app). With tests/test_import_cycles.py this keeps the core easy to hold in
+mind. CPU only: reads the source, imports nothing."""
 
 from __future__ import annotations
 
@@ -14,15 +15,25 @@ REPO = Path(__file__).resolve().parent.parent
 COLLECTORS = sorted(p for p in [*REPO.glob("plugins/aorta_*/aorta_*"),
                                 REPO / "tests" / "third_party_collector" / "aorta_rusage"]
                     if p.is_dir() and not p.name.endswith(".egg-info"))
-#: What ``aorta_core.api`` stands on (the lazily loaded names' modules included), and what
-#: those may import of aorta_core in turn.
-API = {"aorta_core", "aorta_core.api", "aorta_core.bom", "aorta_core.checks",
-       "aorta_core.contracts", "aorta_core.executables", "aorta_core.files",
-       "aorta_core.numbers", "aorta_core.parallel", "aorta_core.launch", "aorta_core.intervals",
-       "aorta_core.install_hints", "aorta_core.payload", "aorta_core.reports.trace_events",
-       "aorta_core.oneline", "aorta_core.hookspecs"}
-#: Imported by ``aorta_core/__init__`` and ``aorta_core.payload`` only when a function runs.
-LAZY_FROM_API = {"aorta_core.plugins"}
+#: aorta_core's layers, lowest first: a module imports only from its own layer and those below
+#: (inside functions too). api: what collectors use (``aorta_core.api`` and what it stands on);
+#: engine: cells, trials, processes, records, the matrix and its files; benchmark: the built-in
+#: workload; reports: what is read from the records afterwards; app: Hydra, the CLI and the
+#: sweep's driver. A new module fails here until it is given its layer.
+LAYERS = {
+    "api": {"api", "bom", "checks", "contracts", "executables", "files", "hookspecs",
+            "install_hints", "intervals", "launch", "numbers", "oneline", "parallel", "ranks"},
+    "engine": {"argv", "auto", "cell_state", "cells", "claims", "collector_sections",
+               "environment", "failure", "grammar", "isolation", "keys", "lock", "logs",
+               "machine", "matrix", "matrix_long", "matrix_summary", "metrics", "payload",
+               "perfmd", "plugins", "process", "progress", "reaper", "records", "retention",
+               "settings", "slots", "trial", "workloads"},
+    "benchmark": {"benchmark"},
+    "reports": {"reports"},
+    "app": {"__main__", "agree", "app", "cli", "conf", "driver", "help", "plugin_commands",
+            "precheck", "searchpath", "summary", "sweep_command", "testing", "upstream"},
+}
+ORDER = list(LAYERS)
 
 
 def _aorta_imports(path: Path) -> list[tuple[int, str]]:
@@ -47,13 +58,39 @@ def test_a_collector_imports_aorta_core_api_only(package: Path):
     assert not wrong, "import these names from aorta_core.api instead:\n" + "\n".join(wrong)
 
 
-def test_the_api_surface_imports_nothing_of_the_engine_app_or_reports():
+def _layer(module: str) -> str | None:
+    """The layer of ``aorta_core.x.y`` (by ``x``, or ``x.y`` where ``x`` is a package that
+    spans layers), or ``None`` for the package root, which re-exports."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return None
+    return next((name for name, members in LAYERS.items() if parts[0] in members), "unplaced")
+
+
+def test_every_core_module_imports_only_its_layer_and_those_below():
+    core = REPO / "aorta_core"
     wrong = []
-    for module in sorted(API - {"aorta_core"}):
-        path = REPO / (module.replace(".", "/") + ".py")
-        wrong += [f"{module}:{line}: {imported}" for line, imported in _aorta_imports(path)
-                  if imported not in API | LAZY_FROM_API]
+    for path in sorted(core.rglob("*.py")):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        layer = _layer(module)
+        if layer is None:
+            continue
+        if layer == "unplaced":
+            wrong.append(f"{module}: in no layer; add it to LAYERS")
+            continue
+        for line, imported in _aorta_imports(path):
+            target = _layer(imported)
+            if target not in (None, "unplaced") and ORDER.index(target) > ORDER.index(layer):
+                wrong.append(f"{module}:{line} ({layer}) imports {imported} ({target})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_layer_rule_catches_an_import_from_above():
+    assert _layer("aorta_core.trial") == "engine"
+    assert _layer("aorta_core.reports.sweep") == "reports"
+    timeline, trial = _layer("aorta_core.reports.timeline"), _layer("aorta_core.trial")
+    assert ORDER.index(timeline) > ORDER.index(trial)  # what trial.py imported until 2026-12
+    assert _layer("aorta_core.new_module") == "unplaced"
 
 
 def test_every_name_of_the_api_loads_and_is_documented():

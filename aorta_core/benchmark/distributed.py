@@ -13,7 +13,7 @@ from torch import nn
 
 from aorta_core.benchmark.collectives import ddp_allreduce_hook
 from aorta_core.benchmark.config import ParallelConfig
-from aorta_core.payload import rank_from_env
+from aorta_core.ranks import rank_from_env
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
@@ -42,6 +42,9 @@ from aorta_core.progress import warning_line
 from aorta_core.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.timeline_inputs import BENCHMARK_POSITION, RankInputs, Trace, discover
 from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
+
+if TYPE_CHECKING:
+    from aorta_core.cells import Cell
 
 TIMELINE_NAME = "timeline.json"
 #: Before 2001-09-09 in Unix ns: a "unix" trace whose events start earlier counts from
@@ -553,6 +556,14 @@ def trial_dirs(path: Path) -> list[Path]:
     if (path / "cells").is_dir():
         return sorted(p for p in path.glob("cells/*/trial_*") if p.is_dir())
     return [path]
+
+
+def timeline_step(cell: Cell) -> Callable[[Path, Mapping[str, Any]], None] | None:
+    """The trial step that writes ``timeline.json`` when ``cell`` asks for it (``timeline=true``),
+    for :func:`aorta_core.trial.run_trial`'s ``after_run``; ``None`` otherwise."""
+    if not cell.timeline:
+        return None
+    return lambda trial_dir, record: write_trial_timeline(trial_dir, record, cell.hook_timeout_s)
 
 
 def write_trial_timeline(trial_dir: Path, record: Mapping[str, Any] | None = None,

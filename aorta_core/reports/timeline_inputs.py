@@ -22,8 +22,9 @@ from typing import Any
 from aorta_core.contracts import TimelineSource
 from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.oneline import exception_line, named_once
+from aorta_core.ranks import rank_from_name
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
-from aorta_core.reports.trace_events import rank_from_name, rank_in_head
+from aorta_core.reports.trace_events import rank_in_head
 
 Warn = Callable[[str], None]
 

@@ -23,7 +23,6 @@ from msgspec import UNSET, UnsetType
 from aorta_core.files import AtomicFile, open_limited, read_limited
 
 #: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
 _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
 _HEAD_BYTES = 1 << 16
 #: Flow ids of one input file are shifted into their own block of this size.
@@ -76,16 +75,6 @@ def read_trace(path: Path, root: Path | None = None) -> TraceDoc:
         raise ValueError(f"not a chrome trace ({exc})") from exc
     except msgspec.DecodeError as exc:
         raise ValueError(f"not valid JSON ({exc})") from exc
-
-
-def rank_from_name(path: Path) -> int:
-    """``rank<R>`` (also ``rank_<R>``, ``rank-<R>``) in the file name, else in a parent
-    folder's name, else 0."""
-    for part in (path.name, *reversed(path.parent.parts)):
-        found = _RANK_IN_NAME.search(part)
-        if found:
-            return int(found.group(1))
-    return 0
 
 
 def rank_in_head(path: Path, root: Path | None = None) -> int | None:

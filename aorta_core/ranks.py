@@ -1,0 +1,30 @@
+"""Which rank a process or a file belongs to: one reading for the core, the benchmark and every
+collector (``aorta_core.api``)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+_RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
+
+
+def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") -> int:
+    """The rank a launcher exported for this process (torchrun: ``RANK`` across the job,
+    ``LOCAL_RANK`` on its node); 0 when unset or not a number (a single process)."""
+    try:
+        return int((os.environ if env is None else env).get(variable, "0"))
+    except ValueError:
+        return 0
+
+
+def rank_from_name(path: Path) -> int:
+    """``rank<R>`` (also ``rank_<R>``, ``rank-<R>``) in the file name, else in a parent
+    folder's name, else 0."""
+    for part in (path.name, *reversed(path.parent.parts)):
+        found = _RANK_IN_NAME.search(part)
+        if found:
+            return int(found.group(1))
+    return 0
