@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from aorta_core import hookimpl
 from aorta_core.bom import without_bom
 from aorta_core.checks import check_regex, check_text
 from aorta_core.contracts import (
@@ -37,6 +36,7 @@ from aorta_core.contracts import (
     SetupError,
     TimelineSource,
     TrialRun,
+    hookimpl,
 )
 from aorta_core.executables import find_executable
 from aorta_core.files import (

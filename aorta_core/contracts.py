@@ -13,6 +13,11 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
+import pluggy
+
+#: Marks a collector's hook implementations (``@hookimpl``), for pluggy project ``"aorta"``.
+hookimpl = pluggy.HookimplMarker("aorta")
+
 
 class SetupError(Exception):
     """The collector cannot take this measurement; the trial becomes a setup error.
