@@ -90,7 +90,7 @@ def third_party(session: nox.Session) -> None:
     test collector and docs/plugins.md's example), show up and run in a sweep; the example's own
     tests (aorta_core.testing) pass against its installed wheel, plainly and under torchrun."""
     _alone_on_disk(session)
-    tmp = Path(session.create_tmp())
+    tmp = Path(session.create_tmp()).resolve()  # absolute: the example's tests run elsewhere
     session.install(TORCH, "pytest>=8")
     session.install(_clean_sources(tmp / "src")[0])
     session.install("./tests/third_party_collector")

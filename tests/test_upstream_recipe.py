@@ -211,7 +211,9 @@ def test_collectors_that_conflict_are_refused_at_load_as_upstream_does(tmp_path:
     refused = _sweep_run(tmp_path, "--recipe", str(plain), "--collect", "rocprof,proton",
                          "--", "python", "train.py")
     assert refused.returncode == 2
-    assert "--collect: collector.rocprof: collector.proton.backend='auto'" in _one_error(refused)
+    assert ("--collect: collector rocprof cannot share a trial with proton: rocprof: rocprofv3 "
+            "intercepts the HSA queues") in _one_error(refused)
+    assert "proton: backend 'auto' intercepts them" in _one_error(refused)
     assert not (tmp_path / "probe_results").exists()
 
 
