@@ -69,6 +69,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         collector = registry.collectors.get(row["name"])
         row["description"] = collector.info.description if collector else None
         row["times_comparable"] = collector.info.times_comparable if collector else None
+        row["wrap_order"] = collector.info.wrap_order if collector else None
         row["commands"] = sorted(n for n, c in commands.items() if c.collector == row["name"])
     if ns.json:
         _print_json(rows, ns.out)

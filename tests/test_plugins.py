@@ -34,10 +34,11 @@ def test_broken_plugin_is_reported_and_the_others_keep_working(plugin_site, tmp_
     plugin_site.add("broken", "import no_such_module_anywhere\n", version="9.9")
     rows = _plugins(plugin_site, tmp_path)
     assert rows["good"]["status"] == "ok" and rows["good"]["distribution"] == "aorta-test-good"
-    assert rows["good"]["times_comparable"] is True
+    assert rows["good"]["times_comparable"] is True and rows["good"]["wrap_order"] == 50
     assert rows["broken"] == {
         "name": "broken", "distribution": "aorta-test-broken", "version": "9.9",
-        "status": "error", "description": None, "times_comparable": None, "commands": [],
+        "status": "error", "description": None, "times_comparable": None, "wrap_order": None,
+        "commands": [],
         "error": "ModuleNotFoundError: No module named 'no_such_module_anywhere'",
     }
     out = tmp_path / "out"
