@@ -133,7 +133,7 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
         outcome = call_hook(lambda n=name, o=opts: registry.call(
             n, "check_options", options=o, selected=options), timeout_s)
         if isinstance(outcome.error, OptionError):  # a plugin's words, kept on one line
-            raise ConfigError(f"collector.{name}: {' '.join(str(outcome.error).split())}")
+            raise ConfigError(_named(name, " ".join(str(outcome.error).split())))
         if outcome.failure is not None:
             raise ConfigError(f"collector.{name}: check_options failed: {outcome.failure}")
         outcome = call_hook(lambda n=name, o=opts: claims_of(registry.call(
@@ -145,6 +145,13 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
     if refusal is not None:
         raise ConfigError(refusal)
     return options
+
+
+def _named(collector: str, message: str) -> str:
+    """An option error that names its collector: as written when it starts with the key
+    (``collector.x.key=...``), else after ``collector.x: ``."""
+    key = f"collector.{collector}"
+    return message if re.match(rf"{re.escape(key)}(?:[.:= ]|$)", message) else f"{key}: {message}"
 
 
 def _inside_output(directory: Path, output: Path) -> Path:

@@ -167,7 +167,7 @@ BAD = {
     "option not a string": (HEAD + "collect:\n  torchprof: {record_shapes: true}\n", [],
                             "collect.torchprof.record_shapes: option values are strings"),
     "bad option value": (HEAD + "collect:\n  torchprof: {step_on: never}\n", [],
-                         "collector.torchprof: collector.torchprof.step_on='never' is not valid"),
+                         "recipe.yaml: collector.torchprof.step_on='never' is not valid"),
     "option of the wrong type": (HEAD + "collect:\n  torchprof: {wait: soon}\n", [],
                                  "collect.torchprof.wait: Value 'soon' of type 'str' could not "
                                  "be converted to Integer"),
