@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from aorta_core.argv import split_command
+from aorta_core.plugin_commands import is_command_name
 from aorta_core.progress import collector_warning, console, error_line, warning_line, wrote
 from aorta_core.sweep_command import load_registry_or_exit, run_sweep
 
@@ -408,8 +409,7 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
         return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
         return _parser().parse_args(args)
-    if args and args[0][:1].isalpha() and args[0] != "sweep" \
-            and all(c.isalnum() or c == "-" for c in args[0]):
+    if args and args[0] != "sweep" and is_command_name(args[0]):
         return _collector_command(args[0], args[1:])
     return None
 

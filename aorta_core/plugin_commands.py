@@ -52,13 +52,18 @@ def _commands(value: object) -> list[tuple[str, str | None]]:
         return [("?", f"aorta_commands returned {type(value).__name__}, not a dict of Command")]
     checked = []
     for name, command in value.items():
-        usable = isinstance(name, str) and name[:1].isalpha() \
-            and all(c.isalnum() or c == "-" for c in name) \
-            and isinstance(command, Command) and callable(command.main)
+        usable = is_command_name(name) and isinstance(command, Command) \
+            and callable(command.main)
         checked.append((str(name), None if usable else (
             f"aorta_commands entry {str(name)[:40]!r} is not a command name (letters, digits, "
             "'-') with a Command whose main is callable")))
     return checked
+
+
+def is_command_name(text: object) -> bool:
+    """Letters, digits and ``-``, starting with a letter: a word no override can be."""
+    return isinstance(text, str) and text[:1].isalpha() \
+        and all(c.isalnum() or c == "-" for c in text)
 
 
 def run_command(name: str, found: CollectorCommand, args: list[str]) -> int:

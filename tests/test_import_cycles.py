@@ -5,8 +5,9 @@ CPU only: reads the source, imports nothing."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import imports, modules_named
 
 import aorta_core
 
@@ -24,16 +25,8 @@ def _modules() -> dict[str, Path]:
 def _imports(path: Path, known: dict[str, Path]) -> set[str]:
     """The aorta_core modules ``path`` imports, anywhere in it (``from m import name`` counts
     ``m.name`` when that is a module)."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            continue
-        out |= {n for n in names if n in known}
-    return out
+    return {n for _, module, names in imports(path) for n in modules_named(module, names)
+            if n in known}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -6,10 +6,10 @@ mind. CPU only: reads the source, imports nothing."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from import_graph import imports, modules_named
 
 REPO = Path(__file__).resolve().parent.parent
 COLLECTORS = sorted(p for p in [*REPO.glob("plugins/aorta_*/aorta_*"),
@@ -37,24 +37,18 @@ ORDER = list(LAYERS)
 
 
 def _aorta_imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every aorta_core import in ``path``, inside functions too."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        else:
-            continue
-        found += [(node.lineno, n) for n in names if n.split(".")[0] == "aorta_core"]
-    return found
+    """(line, module) of every aorta_core module ``path`` may reach, inside functions too
+    (``from aorta_core import payload`` reaches ``aorta_core.payload``)."""
+    return [(line, reached) for line, module, names in imports(path)
+            for reached in modules_named(module, names) if reached.split(".")[0] == "aorta_core"]
 
 
 @pytest.mark.parametrize("package", COLLECTORS, ids=lambda p: p.name)
 def test_a_collector_imports_aorta_core_api_only(package: Path):
     wrong = [f"{path.relative_to(REPO)}:{line}: {module}"
              for path in sorted(package.rglob("*.py"))
-             for line, module in _aorta_imports(path) if module != "aorta_core.api"]
+             for line, module, names in imports(path) if module.split(".")[0] == "aorta_core"
+             and module != "aorta_core.api" and (module, names) != ("aorta_core", ["api"])]
     assert not wrong, "import these names from aorta_core.api instead:\n" + "\n".join(wrong)
 
 
