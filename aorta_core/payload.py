@@ -29,12 +29,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from aorta_core.contracts import PayloadSession
-from aorta_core.oneline import exception_line
-from aorta_core.ranks import rank_from_env
+from aorta_core.api.contracts import PayloadSession
+from aorta_core.api.oneline import exception_line
+from aorta_core.api.ranks import rank_from_env
 
 if TYPE_CHECKING:
-    from aorta_core.plugins import Registry
+    from aorta_core.engine.plugins import Registry
 
 _FAILED = object()
 
@@ -91,8 +91,8 @@ def _collectors() -> Iterator[tuple[str, Registry]]:
     import pluggy
     from importlib_metadata import entry_points
 
-    from aorta_core import hookspecs
-    from aorta_core.plugins import ENTRY_POINT_GROUP, Registry, skipped
+    from aorta_core.api import hookspecs
+    from aorta_core.engine.plugins import ENTRY_POINT_GROUP, Registry, skipped
 
     manager = pluggy.PluginManager("aorta")
     manager.add_hookspecs(hookspecs)

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from aorta_core.argv import split_command
-from aorta_core.matrix import scan
-from aorta_core.records import BadRecord, TrialRecord
+from aorta_core.engine.argv import split_command
+from aorta_core.engine.matrix import scan
+from aorta_core.engine.records import BadRecord, TrialRecord
 
 #: Exit statuses of ``aorta`` (docs/sweeps.md), for the failure message.
 _STATUS = {0: "all trials passed", 1: "a trial failed or a cell was refused", 2: "usage error",
@@ -45,7 +45,7 @@ _GRACE_S = 30
 @dataclass(frozen=True)
 class SweepResult:
     """One finished ``aorta`` run: what it printed, its exit status and the trial records it
-    left under ``output`` (read and validated by :mod:`aorta_core.records`)."""
+    left under ``output`` (read and validated by :mod:`aorta_core.engine.records`)."""
 
     args: tuple[str, ...]
     returncode: int

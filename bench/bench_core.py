@@ -7,9 +7,9 @@
   per-trial time from the records' own clocks (first start to last record, over N) minus the
   median bare ``subprocess.run`` of ``<cmd>`` measured just before and after, for ``true`` and
   ``python -c pass``. Target: <= 30 ms.
-- ``matrix``: ``aorta_core.matrix.build`` over 1,000, 10,000 and 100,000 trial records (~2.4 KB
-  each, written by ``write_record(TrialRecord(...))``) against merely walking the folders and
-  reading those files' bytes (``Path.glob`` + ``read_bytes``) at each size. Target: <= 2x at
+- ``matrix``: ``aorta_core.engine.matrix.build`` over 1,000, 10,000 and 100,000 trial records
+  (~2.4 KB each, written by ``write_record(TrialRecord(...))``) against merely walking the folders
+  and reading those files' bytes (``Path.glob`` + ``read_bytes``) at each size. Target: <= 2x at
   100,000, and linear growth (the per-record cost stays flat from 1k to 100k). The ratio against
   the fastest possible walk (``os.scandir``, raw ``open``) is reported too.
 - ``startup``: ``python -m aorta_core --help`` and ``aorta plugins`` wall time (medians,
@@ -35,10 +35,10 @@ from pathlib import Path
 
 import msgspec
 
-from aorta_core.matrix import build
-from aorta_core.plugins import load_registry
-from aorta_core.records import TrialRecord, write_record
-from aorta_core.trial import Cell, run_trial
+from aorta_core.engine.matrix import build
+from aorta_core.engine.plugins import load_registry
+from aorta_core.engine.records import TrialRecord, write_record
+from aorta_core.engine.trial import Cell, run_trial
 
 
 def trial_overhead(trials: int, workdir: Path) -> dict:

@@ -6,7 +6,7 @@ of one column per metric is mostly empty (records x names slots for as many valu
 times names per record). Sizes: 100 and 1,000 records of 2,000 names (~6.7 and ~69 MB).
 
 Each size is measured in a fresh process (its peak RSS is its own): the walk+read floor of
-bench_core (``Path.glob`` + ``read_bytes`` of every record), then ``aorta_core.matrix.build``
+bench_core (``Path.glob`` + ``read_bytes`` of every record), then ``aorta_core.engine.matrix.build``
 once for its peak memory (``VmHWM``, reset through ``/proc/self/clear_refs``, less the RSS
 before it, libraries loaded and the floor run), then again for time (best of ``--repeat`` with
 the first). Targets: build time <= 3x the floor, peak memory added <= 4x the records' bytes. CPU
@@ -37,8 +37,8 @@ import msgspec
 from bench_core import _fake_record, walk_and_read
 from bench_torchprof_parse import status_bytes
 
-from aorta_core.files import write_atomic
-from aorta_core.records import TrialRecord, load_record, write_record
+from aorta_core.api.files import write_atomic
+from aorta_core.engine.records import TrialRecord, load_record, write_record
 
 CELLS = 10
 
@@ -59,7 +59,7 @@ def write_records(out: Path, records: int, names: int) -> int:
 
 def measure(out: Path, repeat: int) -> dict:
     """In this (fresh) process: floor, then build for peak memory, then build for time."""
-    from aorta_core.matrix import build
+    from aorta_core.engine.matrix import build
 
     floor, decode = [], []
     for _ in range(repeat):

@@ -91,14 +91,14 @@ def good_collector(name: str, order: int = 50) -> str:
 
 def main_in_process(*args: str) -> tuple[int, str, str]:
     """Status, stdout and stderr of ``aorta <args>`` run in this process through the public
-    entry ``aorta_core.cli.main`` (the fuzz tests' loops: a subprocess each would take minutes).
+    entry ``aorta_core.app.cli.main`` (the fuzz tests' loops: a subprocess each would take minutes).
     The tool writes its output to a copy of fd 1 and then points fd 1 at stderr, so fd 1 is a
     temporary file for the call and restored after it."""
     import contextlib
     import io
     import tempfile
 
-    from aorta_core.cli import main
+    from aorta_core.app.cli import main
 
     err = io.StringIO()
     saved = os.dup(1)

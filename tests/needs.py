@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import pytest
 
-from aorta_core.machine import visible_gpus
+from aorta_core.engine.machine import visible_gpus
 
 TEST_EXTRA = "pip install -e '.[test]'"
 INSTALL = {

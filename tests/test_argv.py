@@ -1,6 +1,6 @@
 """Splitting aorta's own arguments from the workload argv (the fuzzing: test_argv_fuzz.py)."""
 
-from aorta_core.argv import split_command
+from aorta_core.engine.argv import split_command
 
 
 def test_split_at_the_first_double_dash_only():
@@ -14,7 +14,7 @@ def test_undecodable_bytes_survive_the_config_and_its_yaml(tmp_path):
 
     from omegaconf import OmegaConf
 
-    from aorta_core.argv import from_config, to_config
+    from aorta_core.engine.argv import from_config, to_config
 
     args = [os.fsdecode(b"caf\xff"), "plain ${x}", os.fsdecode(b"\x80\xfe/path")]
     cfg = OmegaConf.create({"command": [to_config(a) for a in args]})

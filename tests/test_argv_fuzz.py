@@ -10,8 +10,8 @@ from pathlib import Path
 from needs import need
 from omegaconf import OmegaConf
 
-from aorta_core.argv import escape_for_omegaconf
-from aorta_core.contracts import Launch, launch_problem
+from aorta_core.api.contracts import Launch, launch_problem
+from aorta_core.engine.argv import escape_for_omegaconf
 
 hypothesis = need("hypothesis")
 st = hypothesis.strategies

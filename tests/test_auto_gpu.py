@@ -12,7 +12,7 @@ from pathlib import Path
 from cli_helpers import records, run_aorta
 from needs import needs_gpu
 
-from aorta_core.machine import visible_gpus
+from aorta_core.engine.machine import visible_gpus
 
 
 @needs_gpu()

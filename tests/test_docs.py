@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pluggy
 
-from aorta_core import hookspecs
+from aorta_core.api import hookspecs
 
 DOC = Path(__file__).parent.parent / "docs" / "plugins.md"
 

@@ -17,9 +17,9 @@ from cli_helpers import records, run_aorta
 from needs import NO_GPU
 from omegaconf import OmegaConf
 
-from aorta_core.auto import AutoError, resolve
-from aorta_core.failure import reason
-from aorta_core.machine import Gpus
+from aorta_core.engine.auto import AutoError, resolve
+from aorta_core.engine.failure import reason
+from aorta_core.engine.machine import Gpus
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stderr"
 RANK1_RAISES = FIXTURES / "torchrun_gloo_rank1_raises.py"
@@ -227,7 +227,7 @@ def test_a_gpu_the_machine_lacks_is_refused_before_launch(tmp_path: Path):
 def _benchmark_workload(**overrides):
     from hydra import compose, initialize_config_module
 
-    import aorta_core.app  # noqa: F401  (registers the config's resolvers)
+    import aorta_core.app.cell_job  # noqa: F401  (registers the config's resolvers)
 
     with initialize_config_module("aorta_core.conf", version_base="1.3"):
         cfg = compose("config", overrides=["output=x", *(f"workload.{k}={v}"

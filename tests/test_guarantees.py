@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import records, run_aorta
 
-from aorta_core.lock import SweepLock, SweepLockedError
+from aorta_core.engine.lock import SweepLock, SweepLockedError
 
 ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": "rocprof,proton,torchprof,rusage,ncu"}
 

@@ -1,4 +1,5 @@
-"""``aorta_core.launch``: Python, torchrun and torch.distributed.run launches split and rebuilt."""
+"""``aorta_core.api.launch``: Python, torchrun and torch.distributed.run launches split and
+rebuilt."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aorta_core.launch import TORCHRUN_FLAGS, PythonLaunch, interpreter, split_python
+from aorta_core.api.launch import TORCHRUN_FLAGS, PythonLaunch, interpreter, split_python
 
 W = ("-m", "pkg.runner", "--out", "d")
 
@@ -114,7 +115,7 @@ def test_run_main_gives_the_payload_python_s_argv_and_path(tmp_path):
     show = "import sys; print(sys.argv, sys.path[0], __name__)\n"
     (pkg / "main.py").write_text(show)
     (tmp_path / "script.py").write_text(show)
-    runner = "import sys; from aorta_core.launch import run_main; run_main(sys.argv[1:])"
+    runner = "import sys; from aorta_core.api.launch import run_main; run_main(sys.argv[1:])"
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     script = subprocess.run([sys.executable, "-c", runner, str(tmp_path / "script.py"), "a b"],
                             env=env, cwd=tmp_path, capture_output=True, text=True, check=True)

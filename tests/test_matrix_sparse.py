@@ -14,8 +14,8 @@ import pytest
 from cli_helpers import run_aorta
 from needs import NO_GPU
 
-from aorta_core.matrix_long import CHUNK_VALUES
-from aorta_core.records import SCHEMA_VERSION, write_json_atomic
+from aorta_core.engine.matrix_long import CHUNK_VALUES
+from aorta_core.engine.records import SCHEMA_VERSION, write_json_atomic
 
 CELLS, TRIALS, NAMES, SHARED = 10, 5, 400, 40
 VERDICTS = ("pass", "pass", "fail", "pass", "error")

@@ -4,7 +4,7 @@ keys) is refused before anything runs, in one line naming the collector and the 
 honoured: ``wrap_argv`` then returns a launch a process can start from, or a setup error.
 
 The property takes the path a cell takes (the options typed by the collector's schema as Hydra
-composes them, then :func:`aorta_core.cells.checked_collectors`, which runs the collector's
+composes them, then :func:`aorta_core.engine.cells.checked_collectors`, which runs the collector's
 ``check_options``), in-process; one sweep through the CLI shows the refused cells' lines and the
 matrix. No GPU is used; a collector's ``wrap_argv`` that needs its profiler answers with a setup
 error where it is missing and with a launch where it is found, so the property holds on either.
@@ -24,9 +24,9 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core import Launch, SetupError
-from aorta_core.cells import ConfigError, checked_collectors
-from aorta_core.contracts import launch_problem
-from aorta_core.plugins import load_registry
+from aorta_core.api.contracts import launch_problem
+from aorta_core.engine.cells import ConfigError, checked_collectors
+from aorta_core.engine.plugins import load_registry
 
 hypothesis = need("hypothesis")
 st = hypothesis.strategies

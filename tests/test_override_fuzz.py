@@ -19,8 +19,8 @@ import pytest
 from cli_helpers import records, run_aorta
 from needs import need
 
-from aorta_core import searchpath
-from aorta_core.precheck import UsageError, check
+from aorta_core.app import searchpath
+from aorta_core.app.precheck import UsageError, check
 
 hypothesis = need("hypothesis")
 st = hypothesis.strategies

@@ -8,7 +8,7 @@ import warnings
 import parallel_tasks
 import pytest
 
-from aorta_core.parallel import WORKERS_ENV, available_memory, decoded_bytes, parallel_map
+from aorta_core.api.parallel import WORKERS_ENV, available_memory, decoded_bytes, parallel_map
 
 
 def test_values_come_back_in_order_from_other_processes() -> None:

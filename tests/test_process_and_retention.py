@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aorta_core.contracts import Launch
-from aorta_core.process import run_launch
-from aorta_core.retention import prune
+from aorta_core.api.contracts import Launch
+from aorta_core.engine.process import run_launch
+from aorta_core.engine.retention import prune
 
 
 def _launch(code: str, tmp_path: Path) -> Launch:
@@ -27,7 +27,7 @@ def test_exit_code_and_logs_are_kept(tmp_path: Path):
 
 
 def test_timeout_escalates_to_sigkill_when_sigterm_is_ignored(tmp_path: Path, monkeypatch):
-    import aorta_core.process as process
+    import aorta_core.engine.process as process
 
     monkeypatch.setattr(process, "TERMINATE_GRACE_S", 0.5)
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"

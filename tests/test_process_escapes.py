@@ -23,9 +23,9 @@ import pytest
 from cli_helpers import records, run_aorta
 from needs import needs
 
-from aorta_core.lock import SweepLock, SweepLockedError
-from aorta_core.process import TERMINATE_GRACE_S
-from aorta_core.reaper import TOKEN_ENV
+from aorta_core.engine.lock import SweepLock, SweepLockedError
+from aorta_core.engine.process import TERMINATE_GRACE_S
+from aorta_core.engine.reaper import TOKEN_ENV
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="escapes are found via /proc")
 

@@ -4,7 +4,7 @@ nesting, NUL and non-UTF-8 bytes, a BOM, truncation, links, FIFOs. The contract:
 no hang, exit 0, 1 or 2, a record that cannot be used is one warning line naming it and is left
 out, and the other records still make the matrix.
 
-The loops call the public entry ``aorta_core.cli.main`` in this process (a subprocess each
+The loops call the public entry ``aorta_core.app.cli.main`` in this process (a subprocess each
 would take minutes); the links and FIFOs, which could hang or fill the runner, go through the
 real CLI in a subprocess. Needs no GPU: the payload is a Python one-liner.
 """
@@ -23,7 +23,7 @@ from fuzz_helpers import FUZZ, byte_mutations, json_mutations, time_limit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aorta_core.records import CELL_FILE
+from aorta_core.engine.records import CELL_FILE
 
 #: Fewer examples than the parsers' fuzzing: each one builds a matrix, a report and a compare.
 RECORD_FUZZ = settings(FUZZ, max_examples=int(os.environ.get("AORTA_FUZZ_EXAMPLES", 25)))

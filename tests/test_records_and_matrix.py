@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from aorta_core.cells import cell_name
-from aorta_core.matrix import build
-from aorta_core.records import (
+from aorta_core.engine.cells import cell_name
+from aorta_core.engine.matrix import build
+from aorta_core.engine.records import (
     SCHEMA_VERSION,
     BadRecord,
     TrialRecord,

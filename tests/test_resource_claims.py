@@ -12,8 +12,8 @@ from cli_helpers import records, run_aorta
 from needs import need
 from test_hook_isolation import ONLY_TEST_PLUGINS
 
-from aorta_core.claims import claims_of, conflict
-from aorta_core.plugins import load_registry
+from aorta_core.engine.claims import claims_of, conflict
+from aorta_core.engine.plugins import load_registry
 
 
 def _claims(name: str, **options) -> list:

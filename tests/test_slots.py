@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from aorta_core.slots import device_slot
+from aorta_core.engine.slots import device_slot
 
 
 def test_threads_of_one_process_never_share_a_slot(tmp_path: Path):
@@ -40,7 +40,7 @@ def test_a_forked_daemon_does_not_keep_the_slot_after_its_parent_is_killed(tmp_p
     holder = textwrap.dedent(f"""
         import os, time
         from pathlib import Path
-        from aorta_core.slots import device_slot
+        from aorta_core.engine.slots import device_slot
         with device_slot(Path({str(tmp_path)!r}), ["0"], 1, ["CUDA_VISIBLE_DEVICES"]):
             child = os.fork()
             if child == 0:  # what a hook's daemon does: keeps every descriptor

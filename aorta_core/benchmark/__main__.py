@@ -13,8 +13,8 @@ import sys
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
+from aorta_core.api.ranks import rank_from_env
 from aorta_core.benchmark.config import ConfigError, compose_config
-from aorta_core.ranks import rank_from_env
 
 
 def _one_line(exc: BaseException) -> str:

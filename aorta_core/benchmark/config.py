@@ -7,7 +7,11 @@ avoided on purpose: no chdir, no output folders, no logging takeover under ``tor
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import time
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,7 +24,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from aorta_core.argv import escape_for_omegaconf
+from aorta_core.engine.argv import escape_for_omegaconf
 
 CONFIG_MODULE = "aorta_core.conf.benchmark"
 SCHEMA_NAME = "benchmark_schema"
@@ -105,28 +109,48 @@ class TelemetryConfig:
     matmul_reference: bool = True
 
 
+#: The collector whose public options type gives the ``profiling`` block its profiler keys:
+#: upstream aorta's block configures the PyTorch profiler, which that collector runs.
+PROFILER_COLLECTOR = "torchprof"
+#: Its options the benchmark decides itself: no argv to wrap, the schedule follows the
+#: benchmark's iterations, the activities its device.
+DECIDED_BY_BENCHMARK = ("mode", "activities", "step_on")
+#: Upstream aorta's defaults, where they differ from the collector's.
+UPSTREAM_DEFAULTS = {"active": 2, "record_shapes": True}
+
+
 @dataclass
-class ProfilingConfig:
-    """The PyTorch profiler block, run by a collector's in-process session (see profiling.py)."""
+class ProfilingBlock:
+    """The ``profiling`` block's own keys (upstream aorta's), beside the profiler's options."""
 
     enabled: bool = False
-    wait: int = 1
-    warmup: int = 1
-    active: int = 2
-    repeat: int = 1
-    skip_first: int = 0
-    record_shapes: bool = True
-    profile_memory: bool = False
-    with_stack: bool = False
-    with_flops: bool = False
-    chrome_trace: bool = True
-    gzip: bool = False
-    tensorboard: bool = False
-    key_averages: bool = False
     #: Trace export crashes Kineto on some ROCm builds; on ROCm it is off unless this is true.
     rocm_trace_export: bool = False
     #: Null: ``<output_dir>/torch_profiler``; one ``rank<R>/`` folder per rank below it.
     trace_dir: str | None = None
+
+
+def profiling_schema(options: type | None) -> DictConfig:
+    """The ``profiling`` block: its own keys plus every field of ``options`` (the profiler
+    collector's options dataclass) that the benchmark does not decide, at upstream's defaults.
+    With no such collector installed (``None``) the block takes its own keys and any other, so
+    that a config written for it still composes; enabling it then warns that nothing runs it."""
+    if options is None:
+        block = OmegaConf.structured(ProfilingBlock)
+        OmegaConf.set_struct(block, False)
+        return block
+    hints = typing.get_type_hints(options)
+    taken = [(f.name, hints[f.name], field(default_factory=functools.partial(
+                 copy.deepcopy, UPSTREAM_DEFAULTS.get(f.name, _default(f)))))
+             for f in dataclasses.fields(options) if f.name not in DECIDED_BY_BENCHMARK]
+    own = [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(ProfilingBlock)]
+    return OmegaConf.structured(dataclasses.make_dataclass("ProfilingConfig", own + taken))
+
+
+def _default(option: dataclasses.Field) -> Any:
+    if option.default is not dataclasses.MISSING:
+        return option.default
+    return option.default_factory()  # type: ignore[misc]
 
 
 @dataclass
@@ -142,7 +166,8 @@ class BenchmarkConfig:
     compile: CompileConfig = field(default_factory=CompileConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
-    profiling: ProfilingConfig = field(default_factory=ProfilingConfig)
+    #: Filled in at registration: :func:`profiling_schema` of the installed profiler.
+    profiling: Any = field(default_factory=dict)
 
 
 CHOICES = {
@@ -177,7 +202,17 @@ class ConfigError(ValueError):
 
 
 def _register() -> None:
-    ConfigStore.instance().store(name=SCHEMA_NAME, node=BenchmarkConfig)
+    schema = OmegaConf.structured(BenchmarkConfig)
+    schema.profiling = profiling_schema(_profiler_options())
+    ConfigStore.instance().store(name=SCHEMA_NAME, node=schema)
+
+
+def _profiler_options() -> type | None:
+    """The profiler collector's options type, through the plugin registry (no import of it)."""
+    from aorta_core.engine.plugins import load_registry
+
+    collector = load_registry().collectors.get(PROFILER_COLLECTOR)
+    return collector.info.options if collector is not None else None
 
 
 def load_settings(path: str) -> DictConfig:
@@ -271,7 +306,7 @@ def check_values(cfg: DictConfig) -> None:
                 "model.num_layers", "model.num_heads", "model.model_dim", "profiling.active",
                 "telemetry.gpu_diag_interval")
     for key in positive:
-        if OmegaConf.select(cfg, key) < 1:
+        if OmegaConf.select(cfg, key, default=1) < 1:
             raise ConfigError(f"{key}={OmegaConf.select(cfg, key)} must be >= 1")
     if cfg.model.model_dim % cfg.model.num_heads:
         raise ConfigError(

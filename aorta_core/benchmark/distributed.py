@@ -11,9 +11,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from aorta_core.api.ranks import rank_from_env
 from aorta_core.benchmark.collectives import ddp_allreduce_hook
 from aorta_core.benchmark.config import ParallelConfig
-from aorta_core.ranks import rank_from_env
 
 
 @dataclass(frozen=True)

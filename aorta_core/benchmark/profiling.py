@@ -1,5 +1,7 @@
 """The ``profiling`` block, asked of the collectors' in-process sessions as ``torch_profiler``.
 
+The block's keys beside its own are the PyTorch profiler collector's options, read from its
+options type (:func:`aorta_core.benchmark.config.profiling_schema`), so nothing is copied here.
 The benchmark runs no profiler of its own: :func:`torch_profiler_request` turns the block into
 the request that ``aorta_core.payload.session`` hands to every collector session, and the one
 that runs the PyTorch profiler takes it. A collector the sweep selected in env mode wins over
@@ -8,41 +10,40 @@ the block (its options, its folder).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from aorta_core.benchmark.config import ProfilingConfig
+from aorta_core.benchmark.config import ProfilingBlock
 
-#: Keys of the block that mean the same as the PyTorch profiler collector's options.
-SHARED_KEYS = ("wait", "warmup", "active", "repeat", "skip_first", "record_shapes",
-               "profile_memory", "with_stack", "with_flops", "gzip", "key_averages")
+#: The block's own keys; every other key is one of the profiler collector's options.
+OWN_KEYS = tuple(f.name for f in dataclasses.fields(ProfilingBlock))
 ROCM_EXPORT_WARNING = (
     "profiling: trace export is off on ROCm (Kineto can crash in export_chrome_trace on some "
     "ROCm builds, pytorch/pytorch#138360); set profiling.rocm_trace_export=true to force it"
 )
 
 
-def torch_profiler_request(cfg: ProfilingConfig, output_dir: Path, rank: int,
+def torch_profiler_request(block: Mapping[str, Any], output_dir: Path, rank: int,
                            device: torch.device) -> dict[str, Any] | None:
-    """The block as a ``torch_profiler`` request (``None`` when off); one folder per rank.
-
-    The schedule advances on the benchmark's iterations (``step_on: manual``); CUDA activity is
-    recorded when the benchmark runs on the GPU.
+    """The block as a ``torch_profiler`` request (``None`` when off): the profiler's options as
+    set, one folder per rank. The schedule advances on the benchmark's iterations (``step_on:
+    manual``); CUDA activity is recorded when the benchmark runs on the GPU.
     """
-    if not cfg.enabled:
+    if not block.get("enabled"):
         return None
-    export = cfg.chrome_trace or cfg.tensorboard
-    if torch.version.hip and export and not cfg.rocm_trace_export:
+    options = {key: value for key, value in block.items() if key not in OWN_KEYS}
+    if torch.version.hip and not block.get("rocm_trace_export") and (
+            options.get("chrome_trace") or options.get("tensorboard")):
         warnings.warn(ROCM_EXPORT_WARNING, stacklevel=2)
-        export = False
-    root = Path(cfg.trace_dir) if cfg.trace_dir else output_dir / "torch_profiler"
+        options.update(chrome_trace=False, tensorboard=False)
+    root = Path(block["trace_dir"]) if block.get("trace_dir") else output_dir / "torch_profiler"
     return {
-        **{key: getattr(cfg, key) for key in SHARED_KEYS},
-        "chrome_trace": cfg.chrome_trace and export,
-        "tensorboard": cfg.tensorboard and export,
+        **options,
         "step_on": "manual",
         "activities": ["cpu", "cuda"] if device.type == "cuda" else ["cpu"],
         "dir": str(root / f"rank{rank}"),

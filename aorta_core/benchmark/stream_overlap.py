@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from aorta_core.api.intervals import union_length
 from aorta_core.benchmark.schema import Overlap, OverlapMs, Range, Segment
-from aorta_core.intervals import union_length
 
 STREAMS = ("compute", "allreduce", "reducescatter", "aux")
 COMM_KINDS = ("allreduce", "reducescatter", "allgather")

@@ -10,10 +10,10 @@ from typing import Any
 
 import msgspec
 
+from aorta_core.api.files import write_atomic
 from aorta_core.benchmark.schema import SCHEMA_VERSION, GpuSample, Profile, RankRecord
 from aorta_core.benchmark.stream_overlap import comm_union_ms, compute_overlap
 from aorta_core.benchmark.stream_timing import IterationTiming
-from aorta_core.files import write_atomic
 
 PHASES = ("data", "forward", "backward", "grad_clip", "optimizer")
 COMM = ("allreduce", "reducescatter", "allgather")

@@ -92,7 +92,8 @@ def _train(cfg: BenchmarkConfig, dcfg: DictConfig, ctx: distributed.DistContext,
     max_steps = t.max_steps if t.max_steps is not None else t.epochs * per_epoch
     writer = JsonlWriter(metrics_file(out_dir, ctx.rank))
     summary = Summary(skip=min(cfg.telemetry.summary_skip_steps, max(0, max_steps - 1)))
-    request = torch_profiler_request(cfg.profiling, out_dir, ctx.rank, ctx.device)
+    request = torch_profiler_request(OmegaConf.to_container(dcfg.profiling), out_dir,
+                                     ctx.rank, ctx.device)
     try:
         with ExitStack() as stack:
             if cfg.telemetry.enabled:

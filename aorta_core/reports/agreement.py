@@ -1,8 +1,8 @@
 """``agreement.json``: do the profilers of a ``sweep=agree`` agree with each other and with the
 payload's own clock, and what does each cost in wall time?
 
-Built from the trial records and ``cell.json`` files (:func:`aorta_core.matrix.scan`), never from
-the matrix, so that it can be rebuilt at any time: at the end of every sweep, by
+Built from the trial records and ``cell.json`` files (:func:`aorta_core.engine.matrix.scan`),
+never from the matrix, so that it can be rebuilt at any time: at the end of every sweep, by
 ``aorta matrix`` and by ``aorta agree``. Every field is described in docs/reports.md
 ("agreement.json"); the verdict rules in docs/profiling.md.
 """
@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from aorta_core.matrix import WALL, scan
-from aorta_core.records import VERDICTS, TrialRecord, write_json_atomic
+from aorta_core.engine.matrix import WALL, scan
+from aorta_core.engine.records import VERDICTS, TrialRecord, write_json_atomic
 from aorta_core.reports import significance
 from aorta_core.reports.kernel_names import kernel_key, signature
 

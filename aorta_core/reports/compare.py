@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aorta_core.matrix import WALL
-from aorta_core.perfmd import md_code, md_text
+from aorta_core.engine.matrix import WALL
+from aorta_core.engine.perfmd import md_code, md_text
 from aorta_core.reports import significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 

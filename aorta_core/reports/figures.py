@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from aorta_core.files import write_atomic
+from aorta_core.api.files import write_atomic
 
 Figure = dict[str, Any]
 
@@ -89,7 +89,8 @@ def export_pngs(figures: dict[str, Figure], folder: Path) -> str:
 def _place(folder: Path, pngs: list[Path]) -> None:
     """Move what kaleido rendered (into a private folder: it writes through whatever is at the
     path it is given) into ``folder``, never through a link: a link at the folder's name is
-    replaced by a folder, one at a PNG's name by the PNG (:func:`~aorta_core.files.write_atomic`).
+    replaced by a folder, one at a PNG's name by the PNG
+    (:func:`~aorta_core.api.files.write_atomic`).
     """
     if folder.is_symlink():
         folder.unlink()

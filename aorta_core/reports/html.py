@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from aorta_core.files import write_atomic
+from aorta_core.api.files import write_atomic
 from aorta_core.reports.figures import Figure, export_pngs
 
 _CSS = """

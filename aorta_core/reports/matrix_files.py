@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.files import read_limited
-from aorta_core.records import decode_json
+from aorta_core.api.files import read_limited
+from aorta_core.engine.records import decode_json
 
 MATRIX_JSON = "matrix.json"
 MATRIX_PARQUET = "matrix.parquet"

@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.files import read_limited
-from aorta_core.parallel import decoded_bytes, parallel_map
-from aorta_core.records import write_json_atomic
+from aorta_core.api.files import read_limited
+from aorta_core.api.parallel import decoded_bytes, parallel_map
+from aorta_core.engine.records import write_json_atomic
 from aorta_core.reports.figures import figure, pngs_wanted
 from aorta_core.reports.html import Page
 
@@ -96,7 +96,7 @@ def _rank(path: Path, payload: dict[str, Any]) -> int | None:
 
 def load(datasets: list[Dataset], notes: list[str]) -> None:
     """Read every rank file of the datasets' folders, in parallel worker processes
-    (:func:`~aorta_core.parallel.parallel_map`); problems become notes, never errors."""
+    (:func:`~aorta_core.api.parallel.parallel_map`); problems become notes, never errors."""
     files: list[tuple[Dataset, Path]] = []
     for dataset in datasets:
         for folder in dataset.folders:

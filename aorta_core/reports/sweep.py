@@ -15,12 +15,12 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.collector_sections import collector_sections
-from aorta_core.matrix import WALL
-from aorta_core.matrix_summary import table_fits
-from aorta_core.oneline import exception_line
-from aorta_core.progress import warning_line
-from aorta_core.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
+from aorta_core.api.oneline import exception_line
+from aorta_core.engine.collector_sections import collector_sections
+from aorta_core.engine.matrix import WALL
+from aorta_core.engine.matrix_summary import table_fits
+from aorta_core.engine.progress import warning_line
+from aorta_core.engine.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.agreement_section import agreement_section
 from aorta_core.reports.figures import figure, pngs_wanted

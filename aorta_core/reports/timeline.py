@@ -32,19 +32,19 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
+from aorta_core.api.files import FileRefused, read_limited
+from aorta_core.api.intervals import merged
+from aorta_core.api.oneline import exception_line
 from aorta_core.benchmark.schema import RankRecord, decode_line
 from aorta_core.benchmark.stream_overlap import COMM_KINDS
-from aorta_core.files import FileRefused, read_limited
-from aorta_core.intervals import merged
-from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S
-from aorta_core.oneline import exception_line
-from aorta_core.progress import warning_line
-from aorta_core.records import RECORD_NAME, BadRecord, load_record
+from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
+from aorta_core.engine.progress import warning_line
+from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.timeline_inputs import BENCHMARK_POSITION, RankInputs, Trace, discover
 from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
 
 if TYPE_CHECKING:
-    from aorta_core.cells import Cell
+    from aorta_core.engine.cells import Cell
 
 TIMELINE_NAME = "timeline.json"
 #: Before 2001-09-09 in Unix ns: a "unix" trace whose events start earlier counts from
@@ -560,7 +560,7 @@ def trial_dirs(path: Path) -> list[Path]:
 
 def timeline_step(cell: Cell) -> Callable[[Path, Mapping[str, Any]], None] | None:
     """The trial step that writes ``timeline.json`` when ``cell`` asks for it (``timeline=true``),
-    for :func:`aorta_core.trial.run_trial`'s ``after_run``; ``None`` otherwise."""
+    for :func:`aorta_core.engine.trial.run_trial`'s ``after_run``; ``None`` otherwise."""
     if not cell.timeline:
         return None
     return lambda trial_dir, record: write_trial_timeline(trial_dir, record, cell.hook_timeout_s)

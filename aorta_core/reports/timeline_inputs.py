@@ -3,7 +3,7 @@ the trace files each collector that ran names through its ``timeline_sources`` h
 
 The core knows no collector by name: it asks every collector the trial's record lists, with the
 options it ran with, one at a time and isolated as every hook is
-(:func:`~aorta_core.isolation.call_hook`), and places each file by the clock the collector
+(:func:`~aorta_core.engine.isolation.call_hook`), and places each file by the clock the collector
 declares. A collector that raises, hangs, or answers anything but a list of ``TimelineSource``
 costs one warning and its lanes, never the timeline.
 """
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aorta_core.contracts import TimelineSource
-from aorta_core.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
-from aorta_core.oneline import exception_line, named_once
-from aorta_core.ranks import rank_from_name
+from aorta_core.api.contracts import TimelineSource
+from aorta_core.api.oneline import exception_line, named_once
+from aorta_core.api.ranks import rank_from_name
+from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
 from aorta_core.reports.trace_events import rank_in_head
 
@@ -113,7 +113,7 @@ def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn
     ran = _recorded(record) if record is not None else None
     if ran == {}:
         return  # it ran no collector: nothing to load
-    from aorta_core.plugins import PluginLoadError, load_registry
+    from aorta_core.engine.plugins import PluginLoadError, load_registry
 
     try:
         registry = load_registry()

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from aorta_core.files import AtomicFile, open_limited, read_limited
+from aorta_core.api.files import AtomicFile, open_limited, read_limited
 
 #: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
 _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from aorta_core.records import write_json_atomic
+from aorta_core.engine.records import write_json_atomic
 
 
 def train(steps: int, batch_size: int, hidden: int, features: int, seed: int) -> dict[str, float]:

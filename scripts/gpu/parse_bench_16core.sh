@@ -15,7 +15,7 @@ EVENTS="${EVENTS:-550000}"
 mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 exec > >(tee "$OUT/parse_bench_16core.log") 2>&1
-"$PY" -c "import aorta_core.parallel, aorta_torchprof.parse, os; print('cores', len(os.sched_getaffinity(0)))"
+"$PY" -c "import aorta_core.api.parallel, aorta_torchprof.parse, os; print('cores', len(os.sched_getaffinity(0)))"
 timeout 300 "$PY" bench/bench_parallel_parse.py --ranks 8 --events "$EVENTS" --repeat 3 \
   | tee "$OUT/bench.out"
 tail -n 1 "$OUT/bench.out" > "$OUT/parse_bench_16core.json"

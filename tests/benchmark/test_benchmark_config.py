@@ -3,13 +3,21 @@ upstream's trainer flags ``--config FILE`` and ``--override key=value``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+from omegaconf.errors import ConfigAttributeError, ValidationError
 
 from aorta_core.benchmark.__main__ import split_argv
-from aorta_core.benchmark.config import ConfigError, compose_config, resolve_output_dir
+from aorta_core.benchmark.config import (
+    ConfigError,
+    compose_config,
+    profiling_schema,
+    resolve_output_dir,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 #: The path of the reported bug (issue 14): non-ASCII and a backslash, kept as written.
@@ -140,3 +148,39 @@ def test_cli_bad_flag_exits_2_with_one_line(benchmark_runner):
         "aorta benchmark: bad config: --override dataloader.num_workers: no such benchmark "
         "setting; use a key from docs/benchmark.md (upstream aorta's names are mapped where "
         "they mean the same)"]
+
+
+@dataclass
+class _ProfilerOptions:
+    """An options type as a profiler collector declares it (strings as annotations, a list)."""
+
+    mode: str = "wrap"
+    activities: list[str] = field(default_factory=list)
+    step_on: str = "optimizer"
+    active: int = 3
+    record_shapes: bool = False
+    with_modules: bool = False
+    rows: list[int] = field(default_factory=lambda: [1, 2])
+
+
+def test_the_profiling_block_takes_the_profiler_s_options_type():
+    """Every option the benchmark does not decide, typed, at upstream's defaults where it has
+    one: a field the collector adds reaches the block without a copy here."""
+    block = profiling_schema(_ProfilerOptions)
+    assert set(block) == {"enabled", "rocm_trace_export", "trace_dir", "active",
+                          "record_shapes", "with_modules", "rows"}
+    assert (block.active, block.record_shapes, block.with_modules, list(block.rows)) == (
+        2, True, False, [1, 2])
+    with pytest.raises(ValidationError, match="active"):
+        block.active = "many"
+    with pytest.raises(ConfigAttributeError, match="with_modlues"):
+        block.with_modlues = True
+
+
+def test_without_the_profiler_collector_the_block_takes_any_key():
+    """A config written for the block still composes where the collector is not installed; the
+    benchmark then warns that nothing runs the block (test_benchmark_run)."""
+    block = profiling_schema(None)
+    block.active = 2
+    assert OmegaConf.to_container(block) == {"enabled": False, "rocm_trace_export": False,
+                                             "trace_dir": None, "active": 2}

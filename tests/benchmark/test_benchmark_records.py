@@ -8,7 +8,7 @@ import msgspec
 import pytest
 import torch
 
-from aorta_core.benchmark.config import DataConfig, ModelConfig, ProfilingConfig
+from aorta_core.benchmark.config import DataConfig, ModelConfig
 from aorta_core.benchmark.gpu_diag import make_sampler, parse_amd_smi, parse_rocm_smi
 from aorta_core.benchmark.model import train_flops_per_step
 from aorta_core.benchmark.profiling import torch_profiler_request
@@ -91,16 +91,17 @@ def test_gpu_diagnostics_on_cpu_warn_and_stay_absent():
 
 
 def test_profiling_block_becomes_a_torch_profiler_request(tmp_path: Path):
-    assert torch_profiler_request(ProfilingConfig(), tmp_path, 0, torch.device("cpu")) is None
-    block = ProfilingConfig(enabled=True, wait=2, active=5, gzip=True,
-                            trace_dir=str(tmp_path / "traces"))
+    """The block's own keys decide where and whether; every other key is passed on as set."""
+    assert torch_profiler_request({"enabled": False, "active": 5}, tmp_path, 0,
+                                  torch.device("cpu")) is None
+    block = {"enabled": True, "rocm_trace_export": False, "trace_dir": str(tmp_path / "traces"),
+             "wait": 2, "active": 5, "gzip": True, "chrome_trace": True}
     assert torch_profiler_request(block, tmp_path / "run", 3, torch.device("cpu")) == {
-        "wait": 2, "warmup": 1, "active": 5, "repeat": 1, "skip_first": 0,
-        "record_shapes": True, "profile_memory": False, "with_stack": False,
-        "with_flops": False, "gzip": True, "key_averages": False, "chrome_trace": True,
-        "tensorboard": False, "step_on": "manual", "activities": ["cpu"],
-        "dir": str(tmp_path / "traces" / "rank3"),
+        "wait": 2, "active": 5, "gzip": True, "chrome_trace": True, "step_on": "manual",
+        "activities": ["cpu"], "dir": str(tmp_path / "traces" / "rank3"),
     }
-    default = torch_profiler_request(ProfilingConfig(enabled=True), tmp_path, 1,
+    default = torch_profiler_request({"enabled": True, "trace_dir": None}, tmp_path, 1,
                                      torch.device("cpu"))
     assert default["dir"] == str(tmp_path / "torch_profiler" / "rank1")
+
+

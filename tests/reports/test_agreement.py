@@ -17,9 +17,9 @@ import pytest
 from pytest import approx
 from reports.report_helpers import REPO
 
-from aorta_core.cell_state import skip
-from aorta_core.cells import Place
-from aorta_core.records import RECORD_NAME, TrialRecord, write_json_atomic, write_record
+from aorta_core.engine.cell_state import skip
+from aorta_core.engine.cells import Place
+from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_json_atomic, write_record
 from aorta_core.reports import significance
 from aorta_core.reports.agreement import (
     AGREEMENT_NAME,

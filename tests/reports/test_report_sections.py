@@ -8,7 +8,7 @@ from pathlib import Path
 from cli_helpers import good_collector, run_aorta
 from test_plugins import ONLY_TEST_PLUGINS
 
-from aorta_core.collector_sections import MAX_ROWS
+from aorta_core.engine.collector_sections import MAX_ROWS
 
 SECTIONS = '''
 from aorta_core import ReportSection

@@ -19,7 +19,7 @@ from aorta_torchprof.hta_overlap import (
 from aorta_torchprof.parse import parse_dir
 from aorta_torchprof.trace import rank_from_name
 
-from aorta_core.intervals import merge
+from aorta_core.api.intervals import merge
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -15,8 +15,9 @@ from aorta_torchprof import session as tp
 from aorta_torchprof.options import TorchprofOptions
 from cli_helpers import records, run_aorta
 from needs import NO_GPU
+from omegaconf import OmegaConf
 
-from aorta_core.benchmark.config import ProfilingConfig
+from aorta_core.benchmark.config import DECIDED_BY_BENCHMARK, compose_config
 from aorta_core.benchmark.profiling import torch_profiler_request
 
 REPO = Path(__file__).resolve().parents[3]
@@ -52,10 +53,18 @@ def test_under_the_runner_the_workload_s_steps_reach_its_session(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["rank0.step2.pt.trace.json"]
 
 
-def test_the_benchmark_s_profiling_block_speaks_torchprof_s_options(tmp_path):
-    request = torch_profiler_request(ProfilingConfig(enabled=True), tmp_path, 0,
+def test_the_benchmark_s_profiling_block_is_torchprof_s_options(tmp_path):
+    """Composed with torchprof installed, the block holds each of its options the benchmark does
+    not decide (read from TorchprofOptions, not copied), and its request is what
+    TorchprofOptions takes."""
+    block = compose_config(["profiling.enabled=true", "profiling.with_flops=true"]).profiling
+    options = {f.name for f in fields(TorchprofOptions)}
+    assert set(block) - {"enabled", "rocm_trace_export", "trace_dir"} == (
+        options - set(DECIDED_BY_BENCHMARK))
+    request = torch_profiler_request(OmegaConf.to_container(block), tmp_path, 0,
                                      torch.device("cpu"))
-    assert set(request) - {"dir"} <= {f.name for f in fields(TorchprofOptions)}
+    assert set(request) - {"dir"} <= options
+    assert (request["with_flops"], request["active"], request["step_on"]) == (True, 2, "manual")
 
 
 def test_a_user_loop_with_the_two_lines_is_profiled_on_its_own_steps(tmp_path):

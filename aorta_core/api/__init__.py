@@ -1,0 +1,77 @@
+"""What a collector plugin imports from aorta: the whole surface, in one module.
+
+The built-in collectors import only from here, as a plugin outside the repository would;
+everything else in ``aorta_core`` may change between releases. The hooks themselves are
+specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name below.
+
+- contract types: :class:`CollectorInfo`, :class:`Launch`, :class:`TrialRun`, :class:`Claim`,
+  :class:`TimelineSource`, :class:`ReportSection`, :class:`Command`, :class:`PayloadSession`;
+  errors :class:`SetupError`, :class:`OptionError`; ``hookimpl`` marks an implementation;
+- option checks: ``check_regex``, ``check_text``; the profiler binary: ``find_executable``;
+- bounded reads of artifacts: ``read_limited``, ``open_limited``, ``mapped_limited``,
+  ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; JSON-safe numbers:
+  ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``;
+- Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``;
+- ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path);
+- intervals: ``merge``, ``covered``, ``union_length``; install hints: ``pip_install``.
+
+Launches, intervals and install hints load on first use, so that importing a plugin stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from aorta_core.api.bom import without_bom
+from aorta_core.api.checks import check_regex, check_text
+from aorta_core.api.contracts import (
+    Claim,
+    CollectorInfo,
+    Command,
+    Launch,
+    OptionError,
+    PayloadSession,
+    ReportSection,
+    SetupError,
+    TimelineSource,
+    TrialRun,
+    hookimpl,
+)
+from aorta_core.api.executables import find_executable
+from aorta_core.api.files import (
+    FileRefused,
+    check_regular,
+    mapped_limited,
+    open_limited,
+    read_limit,
+    read_limited,
+)
+from aorta_core.api.numbers import json_number
+from aorta_core.api.parallel import Mapped, decoded_bytes, parallel_map
+from aorta_core.api.ranks import rank_from_env, rank_from_name
+
+#: Names loaded on first use, by the module that defines them.
+_LAZY = {
+    "PythonLaunch": "aorta_core.api.launch", "interpreter": "aorta_core.api.launch",
+    "run_main": "aorta_core.api.launch", "split_python": "aorta_core.api.launch",
+    "covered": "aorta_core.api.intervals", "merge": "aorta_core.api.intervals",
+    "union_length": "aorta_core.api.intervals",
+    "pip_install": "aorta_core.api.install_hints",
+}
+
+__all__ = [
+    "Claim", "CollectorInfo", "Command", "FileRefused", "Launch", "Mapped", "OptionError",
+    "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
+    "check_regex", "check_regular", "check_text", "decoded_bytes", "find_executable",
+    "hookimpl", "json_number", "mapped_limited", "open_limited", "parallel_map", "read_limit",
+    "rank_from_env", "rank_from_name", "read_limited", "without_bom", *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

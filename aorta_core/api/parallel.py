@@ -1,0 +1,240 @@
+"""Map a function over files in worker processes, within the machine's cores and memory.
+
+An 8-GPU node writes eight 0.2-2 GB traces per profiled window: parsed one after another in one
+process they take eight times as long as one, and a process that decodes them all holds them
+all. :func:`parallel_map` runs ``fn(item)`` for each item in its own worker process, so the
+parent only ever holds what ``fn`` returns (keep it small: metrics, partial sums, never decoded
+events), and a file that exhausts memory costs that file, never the caller:
+
+- workers: at most the items, the usable cores and ``AORTA_WORKERS``; items whose estimated
+  memory (``need``) would not fit next to those in flight wait, and one that cannot fit even
+  alone is refused before it starts (no OOM kill of the sweep);
+- a ``MemoryError`` (``ulimit -v``), any exception, or a worker killed outright (the kernel's
+  OOM killer, a native abort) becomes that item's :attr:`Mapped.error`; the other items go on;
+- workers start with ``forkserver`` (``spawn`` where there is none), never ``fork``: the parent
+  may run threads (hook timeouts, polars), and forking those can deadlock;
+- one item or one worker: the call runs in this process, with no start-up cost;
+- warnings ``fn`` emits in a worker are re-emitted here, so ``warnings.catch_warnings`` around
+  the call (a collector hook's isolation) records them as if ``fn`` had run in-process;
+- workers get the caller's environment as it is at the call, so the read limit
+  (``AORTA_READ_LIMIT_MB``) holds there too.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from aorta_core.api.oneline import exception_line
+
+if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first pool: every
+    import multiprocessing.context  # aorta command imports this module, few start a pool
+    from concurrent.futures import Future
+
+#: Caps the worker processes of every :func:`parallel_map` (e.g. ``1`` on a shared login node).
+WORKERS_ENV = "AORTA_WORKERS"
+_MIB = 1 << 20
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Mapped(Generic[T]):
+    """What ``fn(item)`` gave: its value, or ``error`` (one line) when it could not."""
+
+    item: Any
+    value: T | None = None
+    error: str | None = None
+    #: The error is memory: a ``MemoryError``, refused as too large, or the worker was killed.
+    memory: bool = False
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, so a cgroup cpuset counts)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes this process tree may still allocate: RAM the kernel calls available, less where
+    a cgroup (v2 or v1) limit is nearer; ``None`` when neither can be read."""
+    found = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError):
+        pass
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            cap = Path(limit).read_text().strip()
+            if cap != "max" and int(cap) < 1 << 60:
+                found.append(max(int(cap) - int(Path(usage).read_text()), 0))
+            break
+        except (OSError, ValueError):
+            continue
+    return min(found) if found else None
+
+
+def decoded_bytes(path: Path) -> int:
+    """What reading ``path`` yields: its size, or for ``.gz`` the size gzip records (mod 4 GiB,
+    so never less than the compressed size)."""
+    size = os.stat(path).st_size
+    if not path.name.endswith(".gz") or size < 4:
+        return size
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-4, os.SEEK_END)
+            return max(int.from_bytes(fh.read(4), "little"), size)
+    except OSError:
+        return size
+
+
+def _workers(items: int, wanted: int | None) -> int:
+    cap = usable_cores() if wanted is None else wanted
+    setting = os.environ.get(WORKERS_ENV, "")
+    if setting.isdigit():
+        cap = min(cap, int(setting))
+    return max(min(items, cap), 1)
+
+
+def _memory_note() -> str:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    limit = "" if soft == resource.RLIM_INFINITY else f"; address-space limit {soft / _MIB:.0f} MiB"
+    free = available_memory()
+    return (f"{free / _MIB:.0f} MiB available" if free is not None else "memory unknown") + limit
+
+
+def _call(fn: Callable[[Any], T], item: Any) -> Mapped[T]:
+    try:
+        return Mapped(item, fn(item))
+    except MemoryError:
+        return Mapped(item, error=f"out of memory ({_memory_note()})", memory=True)
+    except Exception as exc:
+        return Mapped(item, error=exception_line(exc))
+
+
+def _run(fn: Callable[[Any], T], item: Any) -> tuple[Mapped[T], list]:
+    """In a worker: what ``fn(item)`` gave, and the warnings it emitted."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mapped = _call(fn, item)
+    return mapped, [(w.category, str(w.message)) for w in caught]
+
+
+def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
+    """``forkserver`` where there is one, preloading ``fn``'s module (and, as by default, the
+    main module): the first pool starts the server, later workers fork from it with those
+    imports done (a few ms instead of ~0.2 s each)."""
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    module = getattr(getattr(fn, "func", fn), "__module__", None)
+    context.set_forkserver_preload(["__main__", *([module] if module else [])])
+    return context
+
+
+def _start_worker(environ: dict[str, str]) -> None:
+    """Take the caller's environment (the forkserver kept the one it started with, and the read
+    limit may have changed since); ignore Ctrl-C, which reaches the whole process group: the
+    caller decides, and ends the workers."""
+    os.environ.clear()
+    os.environ.update(environ)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
+                 need: Callable[[Any], int] | None = None, workers: int | None = None
+                 ) -> Iterator[Mapped[T]]:
+    """``fn(item)`` for every item, yielded in the order of ``items``.
+
+    ``fn`` must be a module-level function (or a ``functools.partial`` of one) and items and
+    values picklable. ``need(item)``: the bytes ``fn`` will hold at its peak (e.g. 2.5x
+    :func:`decoded_bytes`); without it memory is not planned. ``workers``: at most this many
+    processes (default: the usable cores).
+    """
+    items = list(items)
+    needs = [need(item) if need else 0 for item in items]
+    free = available_memory() if need else None
+    count = _workers(len(items), workers)
+    refused = {i for i, n in enumerate(needs) if free is not None and n > free}
+    if count == 1:
+        for i, item in enumerate(items):
+            yield _refuse(item, needs[i], free) if i in refused else _call(fn, item)
+        return
+    yield from _pooled(fn, items, needs, free, refused, count)
+
+
+def _refuse(item: Any, need: int, free: int | None) -> Mapped:
+    return Mapped(item, error=f"needs about {need / _MIB:.0f} MiB of memory, "
+                              f"{(free or 0) / _MIB:.0f} MiB available; not attempted",
+                  memory=True)
+
+
+def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: int | None,
+            refused: set[int], count: int) -> Iterator[Mapped[T]]:
+    """Schedule on a pool, at most ``count`` items and ``free`` bytes in flight. A pool broken
+    by a dead worker is replaced by one-worker pools for what was left, so the item that dies
+    alone is the one that gets the error."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    pending = [i for i in range(len(items)) if i not in refused]
+    done: dict[int, Mapped[T]] = {i: _refuse(items[i], needs[i], free) for i in refused}
+    emitted = 0
+    while pending:
+        pool = ProcessPoolExecutor(count, mp_context=_context(fn), initializer=_start_worker,
+                                   initargs=(dict(os.environ),))
+        running: dict[int, Future] = {}
+        try:
+            while pending or running:
+                while pending and len(running) < count and (not running or free is None or sum(
+                        needs[i] for i in running) + needs[pending[0]] <= free):
+                    i = pending.pop(0)
+                    running[i] = pool.submit(_run, fn, items[i])
+                finished = _wait_one(running)
+                done[finished], caught = running[finished].result()  # raises if it died
+                del running[finished]
+                for category, message in caught:
+                    warnings.warn(message, category, stacklevel=2)
+                while emitted in done:
+                    yield done.pop(emitted)
+                    emitted += 1
+        except BrokenProcessPool:
+            if count == 1:  # it died alone: that item is the culprit
+                culprit = min(running)
+                done[culprit] = Mapped(items[culprit], error="its worker process died (killed "
+                                       "by the system, e.g. out of memory, or a native crash)",
+                                       memory=True)
+                running.pop(culprit)
+            pending, count = sorted([*running, *pending]), 1
+        except BaseException:  # Ctrl-C or the caller stopped early: end the workers now
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    while emitted in done:
+        yield done.pop(emitted)
+        emitted += 1
+
+
+def _wait_one(running: dict[int, Future]) -> int:
+    """The index of a finished future (waiting for one)."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    finished = next(iter(wait(running.values(), return_when=FIRST_COMPLETED)[0]))
+    return next(i for i, f in running.items() if f is finished)

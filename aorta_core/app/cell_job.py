@@ -1,0 +1,129 @@
+"""The Hydra application: one Hydra job is one cell of the sweep."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.plugins.config_source import ConfigLoadError
+from omegaconf import DictConfig, OmegaConf
+
+from aorta_core.api.files import READ_LIMIT_ENV, disk_full
+from aorta_core.app.driver import SweepAbort
+from aorta_core.engine.argv import to_config
+from aorta_core.engine.cell_state import completed, refuse, write_cell_file
+from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
+from aorta_core.engine.plugins import load_registry
+from aorta_core.engine.progress import CellProgress, cell_label
+from aorta_core.engine.slots import device_slot
+from aorta_core.engine.trial import run_trial
+from aorta_core.reports.timeline import timeline_step
+
+OmegaConf.register_new_resolver("aorta_cell", cell_name, replace=True)
+OmegaConf.register_new_resolver("aorta_python", lambda: sys.executable, replace=True)
+
+
+#: Where the driver leaves the swept keys for the jobs: outside the config's defaults, and carried
+#: with the ConfigStore to the workers of a parallel launcher.
+_SWEPT = ("aorta_internal", "swept")
+
+
+def register_command(command: list[str] | None, swept: tuple[str, ...] = ()) -> None:
+    """Carry the argv given after ``--`` into the config as the ``command`` key, and the keys the
+    sweep varies to the jobs (they name each trial's cell by them)."""
+    store = ConfigStore.instance()
+    if command is not None:
+        store.store(group="aorta_cli", name="argv",
+                    node={"command": [to_config(a) for a in command]}, package="_global_")
+    store.store(group=_SWEPT[0], name=_SWEPT[1], node={"keys": list(swept)})
+
+
+def _swept() -> list[str]:
+    try:
+        return list(ConfigStore.instance().load(f"{_SWEPT[0]}/{_SWEPT[1]}.yaml").node["keys"])
+    except ConfigLoadError:  # a job launched without the driver (Hydra's --experimental-rerun)
+        return []
+
+
+def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
+    verdicts: dict[str, int] = {}
+    devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
+    slot = device_slot(Path(str(cfg.output)), devices, int(cfg.devices_per_cell),
+                       list(cfg.device_env)) if todo else contextlib.nullcontext({})
+    with slot as device_env:
+        cell = dataclasses.replace(cell, env={**cell.env, **device_env})
+        label = cell_label(cell.name, cell.axes, _swept())
+        with CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label) as progress:
+            for index in todo:
+                progress.start(index)
+                record = run_trial(cell, index, registry, timeline_step(cell))
+                progress.done(index, record)
+                verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1
+    return verdicts
+
+
+def _one_cell(cfg: DictConfig, hydra_cfg: Any, registry) -> dict[str, Any]:
+    place = place_of(hydra_cfg)
+    try:
+        cell = build_cell(cfg, place, registry)
+        todo = [i for i in range(int(cfg.trials)) if not completed(cell, i)]
+    except ConfigError as exc:
+        return refuse(place, str(exc))
+    write_cell_file(cell, int(cfg.trials))
+    return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry)}
+
+
+def run_cell(cfg: DictConfig) -> dict[str, Any]:
+    """Run the missing trials of this job's cell (resume: recorded trials are kept); with
+    ``agree`` set, the job runs the agreement cells instead (:mod:`aorta_core.app.agree`)."""
+    hydra_cfg = HydraConfig.get()
+    registry = load_registry()
+    os.environ[READ_LIMIT_ENV] = str(cfg.read_limit_mb)  # for the collectors' parsers
+    try:
+        if cfg.get("agree") is not None:
+            from aorta_core.app.agree import run_agreement
+
+            return run_agreement(cfg, registry)
+        return _one_cell(cfg, hydra_cfg, registry)
+    except OSError as exc:
+        where = exc.filename or cfg.output
+        if disk_full(exc):  # out of space, read-only, quota: no later write can succeed either
+            raise SweepAbort(f"cannot write {where} ({exc.strerror or exc}); the records written "
+                             "so far are kept: free space, then run the same command again"
+                             ) from None
+        # a permission or a file of this cell (e.g. an immutable file a payload left): the
+        # other cells go on
+        return refuse(place_of(hydra_cfg), f"cannot write or remove {where} ("
+                      f"{exc.strerror or exc}); the records written so far are kept: fix it, "
+                      "then run the same command again")
+
+
+@hydra.main(version_base="1.3", config_path="pkg://aorta_core.conf", config_name="config")
+def hydra_main(cfg: DictConfig) -> dict[str, Any]:
+    return run_cell(cfg)
+
+
+def run_jobs() -> None:
+    """Hydra's jobs for ``sys.argv``, with an error Hydra would report raised to the caller.
+
+    Hydra prints what it catches (a multi-line report, a traceback) and exits 1; the driver wants
+    the exception, to say it in one line and remove what the failed start wrote. Setting Hydra's
+    switch for that, the HYDRA_FULL_ERROR variable, would change every trial's environment, so
+    its reporter is bypassed for the duration of the sweep instead (the driver still honours the
+    variable when the user sets it: then the traceback is shown).
+    """
+    import hydra._internal.utils as hydra_utils
+
+    report = hydra_utils.run_and_report
+    hydra_utils.run_and_report = lambda func: func()
+    try:
+        hydra_main()
+    finally:
+        hydra_utils.run_and_report = report

@@ -1,0 +1,441 @@
+"""The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse``,
+``report``, ``compare``, ``agree`` and ``timeline`` tools.
+
+Kept light: polars, plotly and torch are imported only by the subcommands that use them.
+
+A tool's output (JSON, a table, a version list) goes to a private copy of stdout; fd 1 and
+``sys.stdout`` lead to stderr while it runs, so a plugin that prints, or any library writing to
+fd 1 while collectors load and parse, cannot corrupt what a script reads from stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fcntl
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from aorta_core.app.plugin_commands import is_command_name
+from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
+from aorta_core.engine.argv import split_command
+from aorta_core.engine.progress import collector_warning, console, error_line, warning_line, wrote
+
+SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
+#: What no collector's command may be named: the tools, and upstream's ``aorta sweep run``.
+RESERVED = frozenset(SUBCOMMANDS) | {"sweep"}
+def _print_json(obj, out: TextIO) -> None:
+    from aorta_core.engine.records import dump_json
+
+    out.write(dump_json(obj).decode() + "\n")
+
+
+def _described(row: dict) -> str:
+    """A collector's description, then the commands it adds to ``aorta``."""
+    added = "; adds " + ", ".join(f"aorta {c}" for c in row["commands"]) if row["commands"] else ""
+    return (row["description"] or "") + added
+
+
+def _own_stdout() -> TextIO:
+    """A stream on the process's stdout for the command's output alone; from now on fd 1 (and so
+    ``print``, a C library's write, a child's inherited stdout) leads to stderr."""
+    stdout = sys.stdout  # None when started with fd 1 closed (`>&-`): the output is dropped
+    if stdout is not None:
+        stdout.flush()
+    source = 1 if stdout is not None else os.open(os.devnull, os.O_WRONLY)  # may be fd 1 itself
+    private = fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, 3)  # above fds 0-2, whichever are closed
+    if source != 1:
+        os.close(source)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # stderr closed (`2>&-`): what plugins print is dropped, never mixed in
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    return os.fdopen(private, "w", encoding=getattr(stdout, "encoding", None),
+                     errors=getattr(stdout, "errors", None),
+                     buffering=1 if getattr(stdout, "line_buffering", False) else -1)
+
+
+def cmd_plugins(ns: argparse.Namespace) -> int:
+    from aorta_core.app.plugin_commands import collector_commands
+
+    registry = load_registry_or_exit()
+    commands = collector_commands(registry, RESERVED)
+    rows = [dataclasses.asdict(s) for s in registry.statuses]
+    for row in rows:
+        collector = registry.collectors.get(row["name"])
+        row["description"] = collector.info.description if collector else None
+        row["times_comparable"] = collector.info.times_comparable if collector else None
+        row["wrap_order"] = collector.info.wrap_order if collector else None
+        row["commands"] = sorted(n for n, c in commands.items() if c.collector == row["name"])
+    if ns.json:
+        _print_json(rows, ns.out)
+        return 0
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="aorta collectors", title_justify="left")
+    for column in ("name", "distribution", "version", "status", "error / description"):
+        table.add_column(column)
+    for row in rows:  # what plugins say is text, never Rich markup (an error may read '[/x]')
+        style = {"ok": "green", "error": "red"}.get(row["status"], "yellow")
+        table.add_row(*map(Text, (row["name"], row["distribution"], row["version"])),
+                      Text(row["status"], style=style),
+                      Text(row["error"] or _described(row)))
+    if not rows:
+        console().print("no collectors installed (in the aorta repository: pip install -e "
+                        "plugins/aorta_torchprof, and so on for each folder of plugins/)")
+    else:
+        _render(ns.out, lambda screen: screen.print(table))  # the listing is the output
+    return 0
+
+
+def _render(out: TextIO, draw) -> None:
+    """``draw(console)`` with a Rich console shaped like ``out``, then write what it drew like
+    any other output: a closed pipe ends in ``main``'s status 141 (Rich itself would make it
+    ``SystemExit(1)``)."""
+    import io
+
+    from rich.console import Console
+
+    screen = Console(file=out, highlight=False)
+    text = io.StringIO()
+    draw(Console(file=text, highlight=False, width=screen.width,
+                 color_system=screen.color_system, force_terminal=screen.is_terminal))
+    out.write(text.getvalue())
+
+
+def cmd_matrix(ns: argparse.Namespace) -> int:
+    from aorta_core.app.summary import finish
+
+    output = Path(ns.output)
+    if not (output / "cells").is_dir():
+        error_line(f"{output} holds no sweep (no cells/ folder); pass the output=<dir> of a sweep")
+        return 2
+    finish(output)
+    return 0
+
+
+def cmd_parse(ns: argparse.Namespace) -> int:
+    registry = load_registry_or_exit()
+    collector = registry.collectors.get(ns.collector)
+    if collector is None:
+        names = ", ".join(registry.collectors) or "none"
+        error_line(f"unknown collector {ns.collector!r}; installed: {names}")
+        return 2
+    folder = Path(ns.artifact_dir)
+    if not folder.is_dir():
+        error_line(f"{folder} is not a folder; pass the collector's artifact folder of a trial")
+        return 2
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        options = OmegaConf.to_object(OmegaConf.merge(
+            OmegaConf.structured(collector.info.options), OmegaConf.from_dotlist(ns.options)))
+    except OmegaConfBaseException as exc:
+        error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
+        return 2
+    from aorta_core.engine.metrics import Notes, collector_metrics, safe_text
+
+    notes = Notes()
+    metrics = collector_metrics(registry, ns.collector, folder, options, notes)
+    for note in notes.by_collector.get(ns.collector, []):
+        collector_warning(ns.collector, note)
+    metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
+    _print_json(metrics, ns.out)
+    return 0
+
+
+def _note(line: str) -> None:
+    """A report's note: ``wrote <path>`` as such, anything else a warning."""
+    if line.startswith("wrote "):
+        wrote(line.removeprefix("wrote "))
+    else:
+        warning_line(line)
+
+
+def cmd_report_overlap(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.overlap_report import build_report
+
+    dirs, labels = ns.log_dir, ns.label or []
+    if len(labels) != len(dirs):
+        warning_line(f"--log-dir and --label counts differ ({len(dirs)} vs {len(labels)}); "
+                     "pairing them in order, a folder without a label is named after itself, "
+                     "a label without a folder is dropped: give one --label per --log-dir")
+    pairs = [(labels[i] if i < len(labels) else Path(d).name or d, Path(d))
+             for i, d in enumerate(dirs)]
+    output = Path(ns.output)
+    summary, notes = build_report(pairs, output, ns.reference, ns.candidate,
+                                  pngs=False if ns.no_png else None)
+    for note in notes:
+        _note(note)
+    wrote(output / "summary.json")
+    wrote(output / "report.html")
+    if not any(d.get("count") for d in summary["datasets"].values()):
+        error_line("no iteration records found in any --log-dir; nothing to report")
+        return 1
+    return 0
+
+
+def cmd_report_sweep(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.matrix_files import BadMatrix, load_matrix
+    from aorta_core.reports.sweep import write_sweep_report
+
+    output = Path(ns.output)
+    try:  # a page that only says the matrix is missing or unusable is no report
+        matrix = load_matrix(output)
+    except BadMatrix as exc:
+        error_line(str(exc))
+        return 2
+    path = write_sweep_report(output, pngs=False if ns.no_png else None, matrix=matrix)
+    if path is None:
+        return 1
+    wrote(path)
+    return 0
+
+
+def cmd_compare(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.compare import CompareError, compare, markdown, write_html
+
+    try:
+        result = compare(Path(ns.baseline), Path(ns.candidate), factor=ns.factor,
+                         alpha=ns.alpha, fail_on=ns.fail_on,
+                         allow_env_mismatch=ns.allow_env_mismatch)
+    except CompareError as exc:
+        error_line(str(exc))
+        return 2
+    if ns.json:
+        _print_json(result.to_json(), ns.out)
+    else:
+        ns.out.write(markdown(result, only_changed=ns.only_changed))
+    if ns.html:
+        line = write_html(result, Path(ns.html), pngs=False if ns.no_png else None)
+        wrote(ns.html)
+        if line:
+            _note(line)
+    for failure in result.failures:
+        error_line(f"--fail-on: {failure}")
+    return 1 if result.failures else 0
+
+
+def cmd_agree(ns: argparse.Namespace) -> int:
+
+    from aorta_core.app.summary import print_agreement
+    from aorta_core.reports.agreement import write_agreement
+    from aorta_core.reports.sweep import write_sweep_report
+
+    output = Path(ns.output)
+    if ns.tolerance_pct is not None and not ns.tolerance_pct >= 0:
+        error_line(f"--tolerance-pct {ns.tolerance_pct}: must be a percentage >= 0, e.g. 5")
+        return 2
+    try:
+        path = write_agreement(output, ns.tolerance_pct) if (output / "cells").is_dir() else None
+    except OSError as exc:
+        error_line(f"cannot write the agreement of {output}: {exc}")
+        return 1
+    if path is None:
+        error_line(f"{output} holds no agreement sweep; make one with python -m aorta_core "
+                   f"sweep=agree output={output} -- <command>")
+        return 2
+    report = write_sweep_report(output, pngs=False if ns.no_png else None)
+    for written in (path, report):
+        if written is not None:
+            wrote(written)
+    _render(ns.out, lambda screen: print_agreement(path, screen))  # the verdicts: the output
+    return 0
+
+
+def cmd_timeline(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
+
+    path = Path(ns.path)
+    if not path.is_dir():
+        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
+                   "output")
+        return 2
+    trials = trial_dirs(path)
+    if ns.output and (path / "cells").is_dir():
+        error_line(f"--output names one file, but {path} is a sweep; each trial gets its own "
+                   "trial_NNN/timeline.json, so leave --output out")
+        return 2
+    selection = Selection(ns.ranks, ns.steps, ns.window)
+    written = 0
+    for trial in trials:
+        try:
+            done = build_timeline(trial, Path(ns.output) if ns.output else None, selection)
+        except OSError as exc:
+            error_line(f"cannot write the timeline of {trial}: {exc}")
+            continue
+        if done is not None:
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(done.events.items())) or "none"
+            wrote(f"{done.path} (ranks {', '.join(map(str, done.ranks))}; events: {counts})")
+            written += 1
+    return 0 if written else 1
+
+
+def _argument(parse):
+    """An argparse ``type`` that turns the parser's ValueError into a usage error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert
+
+
+def _add_timeline_parser(sub) -> None:
+    from aorta_core.reports.timeline import parse_ints, parse_window
+
+    t = sub.add_parser("timeline", help="merge a trial's traces into one Perfetto/chrome "
+                                        "trace (every trial of a sweep output)")
+    t.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
+    t.add_argument("--output", help="the file to write for one trial (default "
+                                    "<trial>/timeline.json; .json.gz compresses)")
+    t.add_argument("--ranks", type=_argument(parse_ints), help="ranks to keep, e.g. 0,1 or 0-3")
+    t.add_argument("--steps", type=_argument(parse_ints),
+                   help="ProfilerStep#N / benchmark steps to keep, e.g. 3-5")
+    t.add_argument("--window", type=_argument(parse_window), metavar="START:END",
+                   help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
+    t.set_defaults(func=cmd_timeline)
+
+
+def _add_report_parsers(sub) -> None:
+    p = sub.add_parser("report", help="write a report: overlap (benchmark JSONL) or sweep")
+    kinds = p.add_subparsers(dest="report", required=True)
+    o = kinds.add_parser("overlap", help="overlap report over rank_*_metrics.jsonl folders")
+    o.add_argument("--log-dir", action="append", required=True,
+                   help="a benchmark output_dir (repeatable)")
+    o.add_argument("--label", action="append", help="name of the matching --log-dir")
+    o.add_argument("--output", required=True, help="folder for summary.json, report.html, PNGs")
+    o.add_argument("--reference", help="label to compare against")
+    o.add_argument("--candidate", help="label compared with --reference")
+    o.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    o.set_defaults(func=cmd_report_overlap)
+    s = kinds.add_parser("sweep", help="(re)write a sweep's report.html")
+    s.add_argument("output", help="the sweep's output folder")
+    s.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    s.set_defaults(func=cmd_report_sweep)
+    c = sub.add_parser("compare", help="compare two sweeps cell by cell (asv-style marks)")
+    c.add_argument("baseline", help="output folder of the baseline sweep (run A)")
+    c.add_argument("candidate", help="output folder of the candidate sweep (run B)")
+    c.add_argument("--factor", type=float, default=1.1,
+                   help="ratio beyond which a change is marked (default 1.1)")
+    c.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
+                   help="exit 1 when METRIC (a glob) is more than PCT%% worse (repeatable)")
+    c.add_argument("--allow-env-mismatch", action="store_true",
+                   help="compare runs from different GPUs/drivers/versions anyway")
+    c.add_argument("--only-changed", action="store_true", help="markdown: marked rows only")
+    c.add_argument("--json", action="store_true", help="JSON instead of markdown")
+    c.add_argument("--html", metavar="PATH", help="also write an HTML page")
+    c.add_argument("--no-png", action="store_true", help="skip the PNG export of --html")
+    c.set_defaults(func=cmd_compare)
+    a = sub.add_parser("agree", help="do the profilers of a sweep=agree agree? (rewrites "
+                                     "agreement.json and report.html)")
+    a.add_argument("output", help="the output folder of a sweep=agree")
+    a.add_argument("--tolerance-pct", type=float, metavar="X",
+                   help="a metric agrees when its sources are within X %% of each other "
+                        "(default: the sweep's agree.tolerance_pct)")
+    a.add_argument("--no-png", action="store_true", help="skip the PNG export")
+    a.set_defaults(func=cmd_agree)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plugins", help="list installed collectors")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_plugins)
+    p = sub.add_parser("matrix", help="(re)build matrix.json/.parquet, perf.md, report.html")
+    p.add_argument("output", help="the sweep's output folder")
+    p.set_defaults(func=cmd_matrix)
+    p = sub.add_parser("parse", help="print the metrics a collector parses from a folder")
+    p.add_argument("collector")
+    p.add_argument("artifact_dir")
+    p.add_argument("options", nargs="*", metavar="key=value",
+                   help="collector options, as in collector.<name>.<key>=<value>")
+    p.set_defaults(func=cmd_parse)
+    _add_report_parsers(sub)
+    _add_timeline_parser(sub)
+    return parser
+
+
+def print_version(out: TextIO) -> int:
+    """``aorta --version``: aorta-core's version, then each installed collector's distribution."""
+    from importlib.metadata import version
+
+    from aorta_core.engine.plugins import PluginLoadError, load_registry
+
+    lines = [f"aorta-core {version('aorta-core')}"]
+    try:
+        statuses = load_registry().statuses
+    except PluginLoadError as exc:
+        statuses, lines = [], [*lines, f"collectors: not listed ({exc})"]
+    else:
+        lines += [] if statuses else ["collectors: none installed"]
+    for s in statuses:
+        state = "" if s.status == "ok" else f" ({': '.join(filter(None, (s.status, s.error)))})"
+        lines.append(f"collector {s.name}: {s.distribution} {s.version}{state}")
+    out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    out = sys.stdout
+    try:
+        tool = _tool(args)
+        if tool is None:
+            status = _sweep(args)
+        else:
+            if "out" not in tool:  # a collector's command prints where it likes
+                tool.out = out = _own_stdout()
+            status = tool.func(tool)
+        out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
+        return status
+    except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no 2nd error at exit
+        return 128 + signal.SIGPIPE
+
+
+def _tool(args: list[str]) -> argparse.Namespace | None:
+    """The tool ``args`` name (its ``func`` prints to ``out``), or ``None`` for a sweep."""
+    if "--version" in split_command(args)[0]:
+        return argparse.Namespace(func=lambda ns: print_version(ns.out))
+    if args and args[0] in SUBCOMMANDS:
+        return _parser().parse_args(args)
+    if args and args[0] != "sweep" and is_command_name(args[0]):
+        return _collector_command(args[0], args[1:])
+    return None
+
+
+def _collector_command(name: str, args: list[str]) -> argparse.Namespace | None:
+    """A command a collector adds (``aorta_commands``), run with the process's own stdout; or
+    ``None``: then ``name`` is read as a sweep's argument and refused as such."""
+    from aorta_core.app.plugin_commands import collector_commands, run_command
+    from aorta_core.engine.plugins import PluginLoadError, load_registry
+
+    try:
+        found = collector_commands(load_registry(), RESERVED)
+    except PluginLoadError:  # the sweep path says it, once
+        return None
+    if name not in found:
+        return None
+    return argparse.Namespace(func=lambda ns: run_command(name, found[name], args), out=None)
+
+
+def _sweep(args: list[str]) -> int:
+    if args and args[0] == "sweep":  # upstream's `aorta sweep run --recipe R.yaml -- <command>`
+        from aorta_core.app.upstream.command import main as upstream_sweep
+
+        return upstream_sweep(args[1:])
+    return run_sweep(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

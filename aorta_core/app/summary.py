@@ -1,0 +1,126 @@
+"""The end-of-run summary: verdicts per cell, where the files are, what failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from aorta_core.engine.matrix import MatrixResult, build
+from aorta_core.engine.progress import auto_text, console, short_names, warning_line, wrote
+from aorta_core.engine.records import read_json
+
+
+def finish(output: Path) -> MatrixResult:
+    """What ends a sweep (and ``aorta matrix``): the matrix files, agreement.json of a
+    ``sweep=agree`` (before report.html, which shows it), report.html, the summary."""
+    from aorta_core.reports.agreement import write_agreement
+    from aorta_core.reports.sweep import write_sweep_report
+
+    result = build(output)
+    # Only a sweep=agree has cells marked ``agree``; other sweeps are not scanned a second time.
+    agreement = write_agreement(output) if any(c.get("agree") for c in result.cells) else None
+    if agreement is not None:
+        result.paths.append(agreement)
+    report = write_sweep_report(output)
+    if report is not None:
+        result.paths.append(report)
+    if agreement is not None:
+        print_agreement(agreement, console())
+    print_summary(result)
+    return result
+
+
+_VERDICT_STYLE = {"agree": "green", "disagree": "red"}
+
+
+def _num(value: Any, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:.4g}{suffix}"
+
+
+def _signed_pct(value: Any) -> str:
+    return "" if value is None else f"{value:+.1f} %"
+
+
+def print_agreement(path: Path, out: Console) -> None:
+    """The verdicts of ``agreement.json``: per metric the overall one, and each source's where
+    two or more measured it (Δ: from the consensus), then the overhead (Δ: over the bare wall
+    time); collectors left out or refused are named once below the table."""
+    agreement = read_json(path)
+    table = Table(title=f"agreement (tolerance {agreement['tolerance_pct']:g} %)",
+                  title_justify="left")
+    for column in ("metric", "source", "median", "Δ", "verdict"):
+        table.add_column(column, justify="right" if column in ("median", "Δ") else "left")
+    absent = {n: ("left out of the agreement", c["skipped"]) if c.get("skipped") else
+              ("could not run", c["error"])
+              for n, c in agreement["collectors"].items() if c.get("skipped") or c.get("error")}
+    for metric, entry in agreement["metrics"].items():
+        measured = [(n, s["median"], s["deviation_pct"], s)
+                    for n, s in entry["sources"].items() if s["n"]]
+        rows = [("all", entry["consensus"], None, entry), *(measured if len(measured) > 1 else [])]
+        for i, (name, median, deviation, judged) in enumerate(rows):
+            table.add_row(Text(metric if i == 0 else ""), Text(name), _num(median),
+                          _signed_pct(deviation),
+                          Text(judged["verdict"], style=_VERDICT_STYLE.get(judged["status"], "")))
+    for i, (name, o) in enumerate((n, o) for n, o in agreement["overhead"].items()
+                                  if n not in absent):
+        table.add_row("wall time" if i == 0 else "", Text(name), _num(o["median_s"], " s"),
+                      _signed_pct(o["overhead_pct"]), Text(o["verdict"]))
+    out.print(table)
+    for name, (what, reason) in absent.items():
+        reason = str(reason).removeprefix(f"{name}: ")
+        out.print(Text.assemble((f"{what}:", "dim"), f" {name}: {reason}"))
+
+
+def _distinct_autos(cells: list[dict]) -> list[dict]:
+    """The distinct ``auto`` choices of the cells (as cell.json gave them: one edited into
+    another shape is left out)."""
+    seen: dict[str, dict] = {}
+    for cell in cells:
+        auto = cell.get("auto")
+        if isinstance(auto, dict) and isinstance(auto.get("chosen"), dict):
+            seen.setdefault(repr(sorted(auto["chosen"].items())) + repr(auto.get("machine")),
+                            auto)
+    return list(seen.values())
+
+
+#: Width of the table without its cell column: borders, padding and the four number columns.
+_NUMBER_COLUMNS = 44
+
+
+def print_summary(result: MatrixResult) -> None:
+    """The verdicts per cell; at a narrow width (a CI log, a pipe: 80 columns) each cell is named
+    by what tells it from the others, and a name that still does not fit wraps, never cut."""
+    out = console()
+    table = Table(title="aorta sweep", title_justify="left")
+    for column in ("cell", "pass", "fail", "error", "median wall s"):
+        table.add_column(column, justify="left" if column == "cell" else "right",
+                         overflow="fold" if column == "cell" else "ellipsis")
+    names = short_names([c["cell"] for c in result.cells], max(out.width - _NUMBER_COLUMNS, 16))
+    for cell, name in zip(result.cells, names, strict=True):
+        t = cell["trials"]
+        wall = (cell.get("wall_time_s") or {}).get("median")
+        table.add_row(
+            Text(name), str(t["pass"]), str(t["fail"]), str(t["error"]),  # a name is text
+            "left out" if cell.get("skipped") else "not run" if cell.get("error")
+            else (f"{wall:.2f}" if wall is not None else "-"),
+        )
+    out.print(table)
+    if names != [c["cell"] for c in result.cells]:
+        out.print("[dim]cell names shortened to what tells them apart (… marks the cut); "
+                  "the full names are in matrix.json[/]")
+    for auto in _distinct_autos(result.cells):
+        out.print(f"[dim]auto ({escape(str(auto.get('machine')))}):[/] "
+                  f"{escape(auto_text(auto['chosen']))}")
+    for bad in result.bad:
+        warning_line(f"bad record {bad}; left out: run the sweep again to redo that trial")
+    bad = [c["cell"] for c in result.cells if not c.get("skipped") and (
+        c.get("error") or c["trials"]["fail"] or c["trials"]["error"])]
+    if bad:
+        out.print(f"[red]cells with failed or unrun trials:[/] {escape(', '.join(bad))}")
+    for path in result.paths:
+        wrote(path)

@@ -1,0 +1,69 @@
+"""The sweep's command line (``aorta [sweep] <overrides> -- <command>``): load the collectors,
+check the line, then let Hydra run one job per cell. Shared by ``aorta`` itself and upstream's
+``aorta sweep run --recipe``."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from aorta_core.engine.argv import split_command
+from aorta_core.engine.progress import error_line, warning_line
+
+_INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
+
+
+def _output_arg(output: Path) -> str:
+    """``output=`` as Hydra reads it back whole, whatever the path holds."""
+    from aorta_core.engine.grammar import quote
+
+    return f"output={quote(str(output))}"
+
+
+def load_registry_or_exit():
+    from aorta_core.engine.plugins import PluginLoadError, load_registry
+
+    try:
+        registry = load_registry()
+    except PluginLoadError as exc:
+        error_line(str(exc))
+        raise SystemExit(2) from None
+    for status in registry.statuses:
+        if status.status == "error":
+            warning_line(
+                f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
+                f"{status.error}"
+            )
+    return registry
+
+
+def run_sweep(args: list[str]) -> int:
+    hydra_args, command = split_command(args)
+    if "--help" in hydra_args or "-h" in hydra_args:  # imports no plugin: one may be slow
+        from aorta_core.app.help import print_help
+        from aorta_core.engine.plugins import option_names
+
+        print_help([a for a in hydra_args if "=" in a and not a.startswith("-")], option_names())
+        return 0
+    load_registry_or_exit()  # one warning per unusable collector, before anything runs
+    from aorta_core.app import searchpath
+    from aorta_core.app.cell_job import hydra_main, register_command, run_jobs
+    from aorta_core.app.driver import EXIT_USAGE, drive
+    from aorta_core.app.precheck import UsageError, check, without_output
+
+    searchpath.install()
+    try:
+        plan = check(hydra_args, command)
+    except UsageError as exc:
+        error_line(str(exc))
+        return EXIT_USAGE
+    hydra_args, output = without_output(hydra_args), plan.output
+    register_command(command, plan.swept)
+    if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
+        sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
+        hydra_main()
+        return 0
+    output = output or Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
+    return drive(output, run_jobs, plan.allow_failures)

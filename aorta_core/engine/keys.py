@@ -1,0 +1,60 @@
+"""A key the config does not have, named with the nearest one that exists.
+
+Hydra answers ``trails=1`` with "To append to your config use +trails=1", and following that
+hint runs a cell named ``trails=1`` with the default three trials. aorta names the setting that
+was meant instead: the core's keys, the selected workload's and every installed collector's
+options are the candidates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+_HELP = "python -m aorta_core --help lists them"
+
+
+def _dotted(node: Any, prefix: str) -> Iterator[str]:
+    """Every key of a config tree, dotted (``workload.batch_size``)."""
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            path = f"{prefix}{key}"
+            yield path
+            yield from _dotted(value, f"{path}.")
+
+
+def _collector_options() -> dict[str, str]:
+    """``collector.<name>.<option>`` -> ``<name>`` for every installed collector."""
+    from aorta_core.engine.plugins import load_registry
+
+    return {f"collector.{name}.{f.name}": name
+            for name, collector in load_registry().collectors.items()
+            for f in dataclasses.fields(collector.info.options)}
+
+
+def suggestion(key: str, cfg: DictConfig | None) -> str | None:
+    """The existing key nearest to ``key`` at the same depth (``cfg``: the config without it)."""
+    tree = OmegaConf.to_container(cfg, resolve=False) if cfg is not None else {}
+    if not key.startswith("hydra."):
+        tree.pop("hydra", None)
+    depth = key.count(".")
+    known = [k for k in (*_dotted(tree, ""), *_collector_options()) if k.count(".") == depth]
+    near = difflib.get_close_matches(key, known, n=1)
+    return near[0] if near else None
+
+
+def not_a_setting(key: str, cfg: DictConfig | None, fix: str = _HELP) -> str:
+    """The one line for ``key``, which ``cfg`` (the config composed without it) lacks; ``fix``
+    is said when no key is near."""
+    options = _collector_options()
+    if key in options:
+        return (f"{key} is an option of collector {options[key]}, which is not selected: "
+                f"add collector={options[key]}")
+    near = suggestion(key, cfg)
+    if near:
+        return f"{key} is not a setting; did you mean `{near}`?"
+    return f"{key} is not a setting ({fix})"

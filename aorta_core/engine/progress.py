@@ -1,0 +1,129 @@
+"""What the user sees on stderr while a sweep runs, and the summary at its end."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from aorta_core.api.oneline import named_once
+
+_STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
+
+
+@functools.cache
+def console() -> Console:
+    """stderr; text from paths, names and messages is passed through ``escape`` (or as ``Text``),
+    and emoji codes are off, so that ``[/x]`` or ``:fire:`` in a path prints as itself."""
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def error_line(message: str) -> None:
+    console().print(f"[bold red]aorta: error:[/] {escape(message)}")
+
+
+def warning_line(message: str) -> None:
+    console().print(f"[yellow]aorta: warning:[/] {escape(message)}")
+
+
+def wrote(path: object) -> None:
+    """``wrote <path>``: a path is text, never markup (a folder may be named ``[z]``)."""
+    console().print(f"wrote {escape(str(path))}")
+
+
+def collector_warning(name: str, note: str) -> None:
+    """One of collector ``name``'s warnings, named once."""
+    warning_line(named_once(name, note))
+
+
+def trial_line(label: str, record: Any) -> None:
+    """``  <label> pass 1.23 s  <reason>``, then the trial's warnings."""
+    verdict, wall = record.verdict, record.wall_time_s
+    timing = f"{wall:.2f} s" if wall is not None else "not run"
+    reason = f"  {escape(record.error)}" if record.error else ""
+    console().print(f"  {escape(label)} [{_STYLE[verdict]}]{verdict}[/] {timing}{reason}")
+    for name, notes in record.warnings.items():
+        for note in notes:
+            collector_warning(name, note)
+
+
+def auto_text(chosen: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in chosen.items()) or "nothing to choose"
+
+
+def cell_label(name: str, axes: Mapping[str, str], swept: Sequence[str]) -> str:
+    """What tells this cell from the sweep's others: its values of the swept keys (cells that run
+    in parallel print their lines interleaved, so each trial line carries it)."""
+    return " ".join(f"{k}={axes[k]}" for k in swept if k in axes) or name
+
+
+def _shared_start(texts: list[str]) -> int:
+    """How many characters every one of ``texts`` starts with."""
+    return next((i for i, chars in enumerate(zip(*texts, strict=False))
+                 if len(set(chars)) > 1),
+                min(map(len, texts)))
+
+
+def _last_key(part: str) -> str:
+    key, sep, value = part.partition("=")
+    return key.rsplit(".", 1)[-1] + sep + value
+
+
+def short_names(names: Sequence[str], width: int) -> list[str]:
+    """``names`` as they fit ``width`` where possible, and never cut to the same text: the
+    ``key=value`` parts every name has are dropped (``…`` marks where), dotted keys keep their
+    last part where no two keys or names then read the same, then the characters every remaining
+    name starts and ends with are dropped."""
+    if len(names) < 2 or max(map(len, names)) <= width:
+        return list(names)
+    parts = [name.split(",") for name in names]
+    shared = set.intersection(*map(set, parts))
+    parts = [["…"] * bool(shared) + [x for x in p if x not in shared] for p in parts]
+    last = [[_last_key(x) for x in p] for p in parts]
+    unique = len({tuple(p) for p in last}) == len({tuple(p) for p in parts})
+    if unique and all(len({x.partition("=")[0] for x in p}) == len(p) for p in last):
+        parts = last
+    kept = [",".join(p) for p in parts]
+    if max(map(len, kept)) <= width:
+        return kept
+    head = _shared_start(kept)
+    tail = min(_shared_start([k[::-1] for k in kept]), min(map(len, kept)) - head)
+    return [("…" if head else "") + k[head:len(k) - tail] + ("…" if tail else "") for k in kept]
+
+
+class CellProgress:
+    """A live status line per running trial, then one result line per trial, named by ``label``
+    (:func:`cell_label`)."""
+
+    def __init__(self, cell: Any, trials: int, skipped: int, label: str) -> None:
+        self.cell, self.trials, self.skipped, self.label = cell, trials, skipped, label
+        self.status = None
+
+    def __enter__(self) -> CellProgress:
+        axes = " ".join(f"{k}={v}" for k, v in self.cell.axes.items()) or "(no axes)"
+        collectors = escape(",".join(self.cell.collectors) or "none")
+        line = f"[bold]cell[/] {escape(self.cell.name)}  {escape(axes)}  collectors: {collectors}"
+        if self.cell.auto is not None:
+            line += f"\n  [dim]auto ({escape(self.cell.auto.machine)}):[/] " + escape(
+                auto_text(self.cell.auto.chosen))
+        if self.skipped:
+            line += f"  [dim]({self.skipped}/{self.trials} trials already recorded)[/]"
+        console().print(line)
+        return self
+
+    def start(self, index: int) -> None:
+        self.status = console().status(
+            f"{escape(self.label)} trial {index + 1}/{self.trials} running ...")
+        self.status.start()
+
+    def done(self, index: int, record: Any) -> None:
+        if self.status is not None:
+            self.status.stop()
+        trial_line(f"{self.label} trial {index + 1}/{self.trials}", record)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.status is not None:
+            self.status.stop()
