@@ -1,5 +1,5 @@
 """Traps a newcomer falls into, through the real CLI: a command with the default recipe, Hydra's
-errors (multirun too), keys that are no setting, cell names at 80 columns, trial lines of
+errors (multirun too), keys that are no setting, trial lines of
 parallel cells, ``--version``.
 
 Hardware: none (one-line commands per trial, or nothing runs); CPU-only and GPU machines alike.
@@ -129,28 +129,7 @@ def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, exis
     assert 'RuntimeError: Could not detect "srun"' in shown.stderr
 
 
-# -- cell names at 80 columns, trial lines that name their cell ---------------------------------
-
-def _table_cells(stderr: str) -> list[str]:
-    """The cell column of the end summary's table."""
-    rows = [line for line in stderr.splitlines() if line.startswith("│")]
-    return [row.split("│")[1].strip() for row in rows]
-
-
-@pytest.mark.parametrize("columns", [80, 60])
-def test_the_summary_keeps_what_tells_cells_apart_at_narrow_widths(tmp_path: Path,
-                                                                   columns: int):
-    out = tmp_path / "out"
-    done = run_aorta(["-m", "sweep=repeat", "trials=1", "+env.AORTA_SHARED_SETTING=on",
-                      "+env.AORTA_TEST_MODE=first_long_value,second_long_value",
-                      f"output={out}", *TRUE], cwd=tmp_path, env={"COLUMNS": str(columns)})
-    assert done.returncode == 0, done.stderr
-    cells = _table_cells(done.stderr)
-    assert len(cells) == 2 and len(set(cells)) == 2, done.stderr
-    assert "first" in cells[0] and "second" in cells[1]
-    assert all(len(line) <= columns for line in done.stderr.splitlines() if "│" in line)
-    assert "cell names shortened to what tells them apart" in done.stderr
-
+# -- trial lines that name their cell (names at 60/80/200 columns: test_perfmd_layout.py) ---
 
 @pytest.mark.parametrize("launcher", [
     pytest.param([], id="in-turn"),

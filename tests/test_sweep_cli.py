@@ -53,7 +53,7 @@ def test_repeat_runs_trials_and_writes_matrix(tmp_path: Path):
     assert cell["trials"] == {"total": 3, "pass": 3, "fail": 0, "error": 0}
     assert cell["wall_time_s"]["n"] == 3
     assert (out / "matrix.parquet").stat().st_size > 0
-    assert "| cell |" in (out / "perf.md").read_text()
+    assert "| metric " in (out / "perf.md").read_text()  # one cell: a column of its own
     assert "wrote" in done.stderr and "matrix.json" in done.stderr
 
 

@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from aorta_core.engine.matrix import MatrixResult, build
-from aorta_core.engine.progress import auto_text, console, short_names, warning_line, wrote
+from aorta_core.engine.progress import auto_text, console, warning_line, wrote
 from aorta_core.engine.records import read_json
+from aorta_core.engine.tables import orient
 
 
 def finish(output: Path) -> MatrixResult:
@@ -88,29 +89,33 @@ def _distinct_autos(cells: list[dict]) -> list[dict]:
     return list(seen.values())
 
 
-#: Width of the table without its cell column: borders, padding and the four number columns.
-_NUMBER_COLUMNS = 44
+#: What the end summary shows of each cell (its verdict counts, then its median wall time).
+_FIELDS = ("pass", "fail", "error", "median wall s")
+
+
+def _summary_values(cell: dict) -> list[str]:
+    t = cell["trials"]
+    wall = (cell.get("wall_time_s") or {}).get("median")
+    return [str(t["pass"]), str(t["fail"]), str(t["error"]),
+            "left out" if cell.get("skipped") else "not run" if cell.get("error")
+            else f"{wall:.2f}" if wall is not None else "not measured"]
 
 
 def print_summary(result: MatrixResult) -> None:
-    """The verdicts per cell; at a narrow width (a CI log, a pipe: 80 columns) each cell is named
-    by what tells it from the others, and a name that still does not fit wraps, never cut."""
+    """The verdicts per cell: cells as rows, or as columns where that is narrower (a sweep of
+    two or three cells); each cell named by what tells it from the others where the full names
+    do not fit the console (a CI log, a pipe: 80 columns), and a name that still does not fit
+    wraps, never cut."""
     out = console()
+    layout = orient([c["cell"] for c in result.cells], _FIELDS,
+                    [_summary_values(c) for c in result.cells], out.width, field_corner="")
     table = Table(title="aorta sweep", title_justify="left")
-    for column in ("cell", "pass", "fail", "error", "median wall s"):
-        table.add_column(column, justify="left" if column == "cell" else "right",
-                         overflow="fold" if column == "cell" else "ellipsis")
-    names = short_names([c["cell"] for c in result.cells], max(out.width - _NUMBER_COLUMNS, 16))
-    for cell, name in zip(result.cells, names, strict=True):
-        t = cell["trials"]
-        wall = (cell.get("wall_time_s") or {}).get("median")
-        table.add_row(
-            Text(name), str(t["pass"]), str(t["fail"]), str(t["error"]),  # a name is text
-            "left out" if cell.get("skipped") else "not run" if cell.get("error")
-            else (f"{wall:.2f}" if wall is not None else "-"),
-        )
+    for i, column in enumerate(layout.header):
+        table.add_column(Text(column), justify="left" if i == 0 else "right", overflow="fold")
+    for row in layout.rows:
+        table.add_row(*map(Text, row))  # a name is text, never markup
     out.print(table)
-    if names != [c["cell"] for c in result.cells]:
+    if layout.shortened:
         out.print("[dim]cell names shortened to what tells them apart (… marks the cut); "
                   "the full names are in matrix.json[/]")
     for auto in _distinct_autos(result.cells):

@@ -1,10 +1,14 @@
-"""``perf.md``: one row per cell, readable in a terminal and on GitHub."""
+"""``perf.md``: the cells' numbers, readable in a terminal and on GitHub."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
+from rich.cells import cell_len
+
+from aorta_core.engine.tables import Layout, orient, widths
 
 if TYPE_CHECKING:
     from aorta_core.engine.collector_sections import CollectorSection
@@ -13,12 +17,13 @@ if TYPE_CHECKING:
 #: one pass with the backslash escaped too, so that data cannot undo an escape.
 _MARKDOWN = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]",
              "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+NOT_MEASURED = "not measured"
 _SPECIAL = re.compile(r"[\\|`\[\]&<>]|[\x00-\x1f\x7f\u2028\u2029]+")
 
 
 def _fmt(value: float | None) -> str:
     if value is None:
-        return ""
+        return NOT_MEASURED
     magnitude = abs(value)
     if magnitude == 0 or 0.01 <= magnitude < 1e6:
         return f"{value:.4g}" if magnitude < 1000 else f"{value:.0f}"
@@ -26,8 +31,10 @@ def _fmt(value: float | None) -> str:
 
 
 def _cell_value(stats: dict[str, Any] | None) -> str:
-    if not stats:
-        return ""
+    """A metric's median (± sample std over more than one trial), or "not measured" where the
+    cell has no passing trial that reported it (absent is not 0)."""
+    if not stats or stats.get("median") is None:
+        return NOT_MEASURED
     text = _fmt(stats["median"])
     if stats.get("n", 0) > 1 and stats.get("std") is not None:
         text += f" ±{_fmt(stats['std'])}"
@@ -48,53 +55,119 @@ def md_code(text: Any) -> str:
 
 
 def render(matrix: dict[str, Any], sections: Sequence[CollectorSection] = ()) -> str:
-    """Markdown table: axes, trial verdicts, wall time and every numeric metric (medians), then
-    the collectors' own sections."""
+    """Markdown: axes, trial verdicts, wall time and every numeric metric (medians) of each
+    cell, the lists the cells' metrics hold (top kernels, operators), then the collectors' own
+    sections."""
     return "".join(render_lines(matrix, sections))
 
 
 def render_lines(matrix: dict[str, Any], sections: Sequence[CollectorSection] = ()
                  ) -> Iterator[str]:
-    """:func:`render`'s lines, each ending in a newline. Metrics are columns of the table, or,
-    when the matrix keeps its summaries listed (many sparse names: a column each would make
-    perf.md grow with cells x names), counted in one line that points to the full data."""
+    """:func:`render`'s lines, each ending in a newline. The table has cells as rows, or cells as
+    columns and metrics as rows where that is narrower (:func:`~aorta_core.engine.tables.orient`,
+    for :data:`WIDTH` columns). Metrics are the table's fields, or, when the matrix keeps its
+    summaries listed (many sparse names: a field each would make perf.md grow with cells x names),
+    counted in one line that points to the full data."""
     cells = matrix["cells"]
     axes = matrix["axes"]
     listed = any(not isinstance(c["metrics_summary"], dict) for c in cells)
     metrics = [] if listed else sorted({m for c in cells for m in c["metrics_summary"]})
-    header = ["cell", *axes, "pass/fail/error", "wall_time_s", *metrics]
-    lines = [
+    fields = [*axes, "pass/fail/error", "wall_time_s", *metrics]
+    values = [[
+        *(str(cell["axes"].get(a, "")) for a in axes),
+        f"{t['pass']}/{t['fail']}/{t['error']}" + (" (not run)" if cell.get("error") else ""),
+        _cell_value(cell.get("wall_time_s")),
+        *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
+    ] for cell in cells for t in [cell["trials"]]]
+    layout = _layout([c["cell"] for c in cells], fields, values)
+    yield from (line + "\n" for line in (
         f"# aorta sweep: {md_text(matrix['output'])}",
         "",
         f"{matrix['trials']['total']} trials in {len(cells)} cells: "
         f"{matrix['trials']['pass']} pass, {matrix['trials']['fail']} fail, "
         f"{matrix['trials']['error']} error. Values are medians over passing trials "
-        "(± sample std when n > 1); full statistics in matrix.json.",
+        "(± sample std when n > 1); full statistics in matrix.json. "
+        f"{NOT_MEASURED.capitalize()}: no passing trial of the cell reported it.",
         "",
-        "| " + " | ".join(md_text(h) for h in header) + " |",
-        "| " + " | ".join("---" for _ in header) + " |",
-    ]
-    for cell in cells:
-        t = cell["trials"]
-        row = [
-            cell["cell"],
-            *(cell["axes"].get(a, "") for a in axes),
-            f"{t['pass']}/{t['fail']}/{t['error']}" + (" (not run)" if cell.get("error") else ""),
-            _cell_value(cell.get("wall_time_s")),
-            *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
-        ]
-        lines.append("| " + " | ".join(md_text(v) for v in row) + " |")
-    yield from (line + "\n" for line in lines)
+    ))
+    yield from _table(layout.header, layout.rows, [False] + [True] * (len(layout.header) - 1))
+    if layout.shortened:
+        yield f"\n{SHORTENED}\n"
     if listed:
         count = sum(len(c["metrics_summary"]) for c in cells)
         yield (f"\nNumeric metrics: {count} statistics over {len(cells)} cells, too many names "
-               "for a column each; see `metrics_summary` in matrix.json and matrix.parquet.\n")
+               "for a field each; see `metrics_summary` in matrix.json and matrix.parquet.\n")
     errors = [c for c in cells if c.get("error")]
     if errors:
         yield "\nCells that could not run:\n\n"
         yield from (f"- {md_code(c['cell'])}: {md_text(c['error'])}\n" for c in errors)
+    yield from _list_lines(cells)
     for section in sections:
         yield from _section_lines(section)
+
+
+#: Columns perf.md is laid out for: a terminal's, and about what GitHub shows without scrolling.
+WIDTH = 100
+#: Characters of a listed name (a kernel's can be thousands) shown in perf.md.
+MAX_NAME = 100
+SHORTENED = ("Cell names are shortened to what tells them apart (… marks the cut); the full "
+             "names are in matrix.json.")
+
+
+def _layout(names: list[str], fields: list[str], values: list[list[str]], corner: str = "cell",
+            field_corner: str = "metric") -> Layout:
+    """:func:`orient` of the text as Markdown will show it (escaped)."""
+    return orient([md_text(n) for n in names], [md_text(f) for f in fields],
+                  [[md_text(v) for v in row] for row in values], WIDTH, corner=corner,
+                  field_corner=field_corner)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]
+           ) -> Iterator[str]:
+    """A Markdown table padded to line up in a terminal, the columns marked in ``right``
+    (numbers) right-aligned."""
+    sizes = [max(w, 3) for w in widths(header, rows)]
+
+    def line(texts: Sequence[str]) -> str:
+        padded = [" " * (w - cell_len(t)) + t if r else t + " " * (w - cell_len(t))
+                  for t, w, r in zip(texts, sizes, right, strict=True)]
+        return "| " + " | ".join(padded) + " |\n"
+
+    yield line(header)
+    yield "| " + " | ".join("-" * (w - 1) + ":" if r else "-" * w
+                            for w, r in zip(sizes, right, strict=True)) + " |\n"
+    yield from map(line, rows)
+
+
+def _list_lines(cells: list[dict[str, Any]]) -> Iterator[str]:
+    """Every list among the cells' metrics (``<c>_top_kernels``, ``<c>_top_cpu_ops``, any
+    collector's or workload's: chosen by shape, not by name), one table each, ranks against
+    cells; a cell without that list is left out of its table."""
+    lists = sorted({m for c in cells for m, v in (c.get("metrics_text") or {}).items()
+                    if isinstance(v, list)})
+    if not lists:
+        return
+    yield ("\n## Top kernels and operators\n\nEach list the cells' metrics hold, in the order "
+           "the collector or workload gave it (top lists: hottest first), from each cell's first "
+           "passing trial (`metrics_text` in matrix.json).\n")
+    cut = False
+    for metric in lists:
+        having = [(c["cell"], c["metrics_text"][metric]) for c in cells
+                  if isinstance((c.get("metrics_text") or {}).get(metric), list)]
+        ranks = max(len(v) for _, v in having)
+        texts = [[str(v) for v in items] + [""] * (ranks - len(items)) for _, items in having]
+        cut = cut or any(len(t) > MAX_NAME for row in texts for t in row)
+        values = [[t if len(t) <= MAX_NAME else t[:MAX_NAME - 1] + "…" for t in row]
+                  for row in texts]
+        layout = _layout([n for n, _ in having], [str(r + 1) for r in range(ranks)], values,
+                         field_corner="#")
+        yield f"\n### {md_code(metric)}\n\n"
+        yield from _table(layout.header, layout.rows, [False] * len(layout.header))
+        if layout.shortened:
+            yield f"\n{SHORTENED}\n"
+    if cut:
+        yield (f"\nNames longer than {MAX_NAME} characters are cut (… marks the cut); "
+               "matrix.json has them whole.\n")
 
 
 def _section_lines(section: CollectorSection) -> Iterator[str]:
@@ -102,13 +175,20 @@ def _section_lines(section: CollectorSection) -> Iterator[str]:
     yield f"\n## {md_text(section.title)} ({md_text(section.collector)})\n\n"
     yield from (f"{md_text(p)}\n\n" for p in section.paragraphs)
     if section.columns:
-        yield "| " + " | ".join(md_text(c) for c in section.columns) + " |\n"
-        yield "| " + " | ".join("---" for _ in section.columns) + " |\n"
-        for row in section.rows:
-            yield "| " + " | ".join(md_text(_value(v)) for v in row) + " |\n"
+        # A column of numbers (None where one was not measured) is right-aligned.
+        numbers = [all(isinstance(row[i], int | float | None) for row in section.rows)
+                   and any(row[i] is not None for row in section.rows)
+                   for i in range(len(section.columns))]
+        yield from _table([md_text(c) for c in section.columns],
+                          [[md_text(_value(v, n)) for v, n in zip(row, numbers, strict=True)]
+                           for row in section.rows], numbers)
     if section.more_rows:
         yield f"\n{section.more_rows} more row(s) not shown.\n"
 
 
-def _value(value: Any) -> str:
-    return _fmt(value) if isinstance(value, int | float) else "" if value is None else value
+def _value(value: Any, number: bool) -> str:
+    """A section's value: a number formatted, ``None`` in a column of numbers as not measured
+    (elsewhere as nothing), text as it is."""
+    if value is None:
+        return NOT_MEASURED if number else ""
+    return _fmt(value) if isinstance(value, int | float) else value
