@@ -19,6 +19,7 @@ from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import md_code, md_text
 from aorta_core.reports import significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
+from aorta_core.reports.run_differences import MAX_CELL_LINES, Difference, differences
 
 #: A metric is "higher is better" when its name contains one of these; all others (times
 #: ``_ms``/``_us``/``_s``, ``_bytes``, counts, loss) are "lower is better", as in asv.
@@ -69,6 +70,8 @@ class Result:
     test: str
     comparable: bool
     environment_differences: list[str]
+    #: Command, collectors, options, environment variables and environment, before any metric.
+    differences: list[Difference] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -114,6 +117,7 @@ def _signature(run: Run, used: set[str]) -> dict[str, set[str]]:
 
 
 def environment_differences(a: Run, b: Run) -> list[str]:
+    """The differences that make the runs not comparable, ``key: A values vs B values``."""
     used = _used_collectors(a) | _used_collectors(b)
     sa, sb = _signature(a, used), _signature(b, used)
     diffs = []
@@ -122,6 +126,14 @@ def environment_differences(a: Run, b: Run) -> list[str]:
         if va != vb:
             diffs.append(f"{key}: {' | '.join(sorted(va))} vs {' | '.join(sorted(vb))}")
     return diffs
+
+
+def run_differences(a: Run, b: Run, env_diffs: list[str]) -> list[Difference]:
+    """Everything that differs between the runs (:mod:`.run_differences`); those among
+    ``env_diffs`` (:func:`environment_differences`) are marked as making them not comparable."""
+    blocking = {d.split(": ", 1)[0] for d in env_diffs}
+    return differences((a.path, a.matrix), (b.path, b.matrix),
+                       _used_collectors(a) | _used_collectors(b), blocking)
 
 
 def _failed(run: Run, cell: str) -> bool:
@@ -233,7 +245,7 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
     diffs = environment_differences(a, b)
     comparable = allow_env_mismatch or not diffs
     result = Result(str(a.path), str(b.path), factor, alpha, significance.implementation(),
-                    comparable, diffs)
+                    comparable, diffs, run_differences(a, b, diffs))
     cells = list(dict.fromkeys([*a.cells, *b.cells]))
     metrics = sorted({m for _, m in (*a.values, *b.values)},
                      key=lambda m: (m != WALL, m))
@@ -250,11 +262,29 @@ def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.4g}"
 
 
+def _difference_lines(result: Result) -> list[str]:
+    """What differs, before any metric: each aspect's lines, at most :data:`MAX_CELL_LINES`
+    per-cell ones each (``--json`` holds them all)."""
+    if not result.differences:
+        return ["Same commands, collectors, options and environment.", ""]
+    lines, per_aspect = ["**What differs between the two runs:**", ""], {}
+    for d in result.differences:
+        shown = per_aspect[d.aspect, d.key] = per_aspect.get((d.aspect, d.key), 0) + 1
+        if d.cell is None or shown <= MAX_CELL_LINES:
+            lines.append(f"- {d.describe(md_code, md_text)}")
+    for (aspect, key), n in per_aspect.items():
+        if n > MAX_CELL_LINES:
+            lines.append(f"- ... and {n - MAX_CELL_LINES} more cell(s) that differ in "
+                         f"{md_text(key or aspect)} (--json lists them all)")
+    return [*lines, ""]
+
+
 def markdown(result: Result, only_changed: bool = False) -> str:
     lines = [f"baseline: {md_code(result.baseline)}  ",
              f"candidate: {md_code(result.candidate)}  ",
              f"factor {result.factor:g}, significance: {result.test}, alpha {result.alpha:g} "
              "(when both sides have >= 2 passing trials)", ""]
+    lines += _difference_lines(result)
     if result.environment_differences:
         state = "compared anyway" if result.comparable else "not comparable"
         lines += [f"**Environments differ ({state}):**", "",
@@ -282,12 +312,15 @@ _COLORS = {"+": "#c0392b", "-": "#27ae60", "~": "#e67e22", " ": "#7f8c8d"}
 
 def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | None:
     """The comparison as a page: the table and a ratio chart (log scale)."""
-    from aorta_core.reports.figures import figure, pngs_wanted
+    from aorta_core.reports.figures import figure, pngs_asked, pngs_wanted
     from aorta_core.reports.html import Page
 
     page = Page("aorta comparison")
     page.paragraph(f"baseline {result.baseline} — candidate {result.candidate} — factor "
                    f"{result.factor:g} — {result.test}, alpha {result.alpha:g}", "note")
+    page.heading("What differs between the two runs")
+    page.bullets([d.text for d in result.differences]
+                 or ["Same commands, collectors, options and environment."])
     if result.environment_differences:
         page.heading("Environments differ" + ("" if result.comparable else ": not comparable"))
         page.bullets(result.environment_differences)
@@ -310,4 +343,4 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
                [[r.mark, r.cell, r.metric, r.baseline, r.candidate, r.ratio, r.p_value,
                  r.better, r.note] for r in result.rows])
     png_dir = path.with_name(f"{path.stem}_png") if pngs_wanted(pngs) else None
-    return page.write(path, png_dir)
+    return page.write(path, png_dir, asked=pngs_asked(pngs))

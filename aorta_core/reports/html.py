@@ -151,8 +151,9 @@ class Page:
                 f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
                 f"<body><h1>{html.escape(self.title)}</h1>{''.join(out)}</body></html>")
 
-    def write(self, path: Path, png_dir: Path | None) -> str | None:
-        """Write the page atomically; then the PNGs when ``png_dir`` is given (the line to show)."""
+    def write(self, path: Path, png_dir: Path | None, asked: bool = False) -> str | None:
+        """Write the page atomically; then the PNGs when ``png_dir`` is given (the line to show,
+        if any; ``asked``: PNGs were asked for, :func:`~.figures.export_pngs`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, self.render().encode())
-        return export_pngs(self.figures, png_dir) if png_dir is not None else None
+        return export_pngs(self.figures, png_dir, asked) if png_dir is not None else None

@@ -21,7 +21,7 @@ import msgspec
 from aorta_core.api.files import read_limited
 from aorta_core.api.parallel import decoded_bytes, parallel_map
 from aorta_core.engine.records import write_json_atomic
-from aorta_core.reports.figures import figure, pngs_wanted
+from aorta_core.reports.figures import figure, pngs_asked, pngs_wanted
 from aorta_core.reports.html import Page
 
 GLOB = "rank_*_metrics.jsonl"
@@ -37,6 +37,10 @@ BUSY = {
     "mean_reducescatter_busy_ms": "reducescatter_busy_ms",
     "mean_idle_ms": "idle_ms",
 }
+#: What only iterations with ``profile.overlap`` measure: null in JSON, "not measured" in
+#: tables, absent from figures when no iteration of a label or rank had it.
+OVERLAP_KEYS = (*MEANS, "overlap_ratio", *BUSY)
+NOT_MEASURED = "not measured"
 _COLUMNS = ("label", "rank", "epoch", "step", "global_step", "loss", "has_overlap",
             *MEANS.values(), *BUSY.values())
 
@@ -175,6 +179,8 @@ def aggregate(df) -> dict[str, Any]:
         return {"count": 0}
     out: dict[str, Any] = {"count": df.height, "mean_loss": df["loss"].mean()}
     measured = df.filter(pl.col("has_overlap"))
+    # Not measured is null, never 0: a CPU run's overlap was not zero, it was not looked at.
+    out |= dict.fromkeys(OVERLAP_KEYS)
     if measured.height:
         out |= {key: measured[col].mean() for key, col in MEANS.items()}
         compute = out["mean_compute_ms"]
@@ -185,16 +191,19 @@ def aggregate(df) -> dict[str, Any]:
 
 
 def compare(reference: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """Upstream's comparison block plus candidate/reference per metric (null when ref is 0)."""
-    ref_ratio = reference.get("overlap_ratio", 0.0)
-    cand_ratio = candidate.get("overlap_ratio", 0.0)
-    keys = ("mean_loss", *MEANS, "overlap_ratio", *BUSY)
+    """Upstream's comparison block plus candidate/reference per metric (null when ref is 0).
+    A side that did not measure the overlap gives null, never upstream's 0 (which it would
+    have crashed on anyway), and so does a delta or ratio with a null on either side."""
+    ref_ratio = reference.get("overlap_ratio")
+    cand_ratio = candidate.get("overlap_ratio")
+    keys = ("mean_loss", *OVERLAP_KEYS)
     ratios = {}
     for key in keys:
         ref, cand = reference.get(key), candidate.get(key)
         ratios[key] = cand / ref if ref and cand is not None else None
+    delta = None if ref_ratio is None or cand_ratio is None else cand_ratio - ref_ratio
     return {"reference_overlap_ratio": ref_ratio, "candidate_overlap_ratio": cand_ratio,
-            "ratio_delta": cand_ratio - ref_ratio, "metric_ratios": ratios}
+            "ratio_delta": delta, "metric_ratios": ratios}
 
 
 def _safe(label: str) -> str:
@@ -241,9 +250,24 @@ def _figures(df, labels: list[str]) -> dict[str, dict]:
     return figs
 
 
+def _shown(agg: dict[str, Any], key: str) -> Any:
+    """A table's value: "not measured" where the summary holds null or nothing."""
+    value = agg.get(key)
+    return NOT_MEASURED if value is None else value
+
+
 def _summary_rows(named: dict[str, dict[str, Any]]) -> list[list[Any]]:
     keys = ("count", "overlap_iterations", "mean_loss", *MEANS, "overlap_ratio")
-    return [[name, *(agg.get(k) for k in keys)] for name, agg in named.items()]
+    return [[name, *(_shown(agg, k) for k in keys)] for name, agg in named.items()]
+
+
+def _ratio_shown(key: str, ratio: float | None, reference: dict[str, Any],
+                 candidate: dict[str, Any]) -> Any:
+    if ratio is not None:
+        return ratio
+    if reference.get(key) is None or candidate.get(key) is None:
+        return NOT_MEASURED
+    return "undefined (reference is 0)"
 
 
 _SUMMARY_COLUMNS = ["label", "iterations", "with overlap", "mean loss", "mean overlap ms",
@@ -260,11 +284,16 @@ def _page(summary: dict[str, Any], figs: dict[str, dict], notes: list[str]) -> P
     page.table(_SUMMARY_COLUMNS, _summary_rows(summary["datasets"]))
     if "comparison" in summary:
         c = summary["comparison"]
+        ref, cand = (summary["datasets"][c[k]] for k in ("reference", "candidate"))
         page.heading(f"Comparison: {c['candidate']} vs {c['reference']}")
-        page.table(["", "value"], [["reference overlap ratio", c["reference_overlap_ratio"]],
-                                   ["candidate overlap ratio", c["candidate_overlap_ratio"]],
-                                   ["delta (candidate − reference)", c["ratio_delta"]]])
-        page.table(["metric", "candidate / reference"], list(c["metric_ratios"].items()))
+        page.table(["", "value"], [
+            [name, NOT_MEASURED if c[key] is None else c[key]] for name, key in (
+                ("reference overlap ratio", "reference_overlap_ratio"),
+                ("candidate overlap ratio", "candidate_overlap_ratio"),
+                ("delta (candidate − reference)", "ratio_delta"))])
+        page.table(["metric", "candidate / reference"],
+                   [[key, _ratio_shown(key, ratio, ref, cand)]
+                    for key, ratio in c["metric_ratios"].items()])
     page.heading("Per rank")
     page.table(_SUMMARY_COLUMNS, [[f"{label} rank {rank}", *row[1:]] for label, ranks in
                                   summary["ranks"].items() for rank, agg in ranks.items()
@@ -321,7 +350,7 @@ def build_report(pairs: list[tuple[str, Path]], output: Path, reference: str | N
     write_json_atomic(output / "summary.json", summary)
     figs = _figures(df, list(datasets))
     png_line = _page(summary, figs, notes).write(
-        output / "report.html", output if pngs_wanted(pngs) else None)
+        output / "report.html", output if pngs_wanted(pngs) else None, asked=pngs_asked(pngs))
     if png_line:
         notes.append(png_line)
     return summary, notes

@@ -23,7 +23,7 @@ from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.agreement_section import agreement_section
-from aorta_core.reports.figures import figure, pngs_wanted
+from aorta_core.reports.figures import figure, pngs_asked, pngs_wanted
 from aorta_core.reports.html import Markup, Page, fmt, inside, link
 from aorta_core.reports.matrix_files import load_matrix, passing_values
 from aorta_core.reports.timeline import TIMELINE_NAME
@@ -272,7 +272,8 @@ def write_sweep_report(output: Path, pngs: bool | None = None,
         return None
     try:
         page = _build_page(output, matrix)
-        line = page.write(path, output / PNG_FOLDER if pngs_wanted(pngs) else None)
+        line = page.write(path, output / PNG_FOLDER if pngs_wanted(pngs) else None,
+                          asked=pngs_asked(pngs))
         if line and line.startswith("PNGs skipped"):
             warning_line(line)
     except Exception as exc:  # the sweep's results are safe; the page is a convenience

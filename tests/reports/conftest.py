@@ -72,6 +72,18 @@ def cpu_benchmark(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def cpu_gloo_run(tmp_path_factory) -> Path:
+    """A real 4-step run of the built-in benchmark under 2 gloo ranks on the CPU, telemetry on
+    (the default): per-phase fields, but no ``profile.overlap`` (streams exist on GPUs only)."""
+    out = tmp_path_factory.mktemp("gloo") / "run"
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                    "--nproc_per_node", "2", "-m", "aorta_core.benchmark", f"output_dir={out}",
+                    "device=cpu", "training.max_steps=4"], check=True, capture_output=True,
+                   timeout=300)
+    return out
+
+
+@pytest.fixture(scope="session")
 def browser() -> str:
     """Chromium for the real-browser and PNG tests (CI: apt-get install -y chromium)."""
     path = find_browser()

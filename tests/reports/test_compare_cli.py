@@ -7,9 +7,12 @@ marks asserted here do not depend on how fast this machine runs.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import sys
 
 import pytest
+from needs import need
 from pytest import approx
 from reports.report_helpers import aorta
 
@@ -65,6 +68,7 @@ def test_other_environment_is_not_comparable(sweeps, tmp_path):
     shutil.copytree(sweeps["slow"], other)
     matrix = json.loads((other / "matrix.json").read_text())
     matrix["environments"][0]["packages"]["torch"] = "2.99.0"
+    matrix["environments"][0]["host"] = "elsewhere"  # named, but comparable on its own
     matrix["environments"][0]["gpus"] = [{"vendor": "amd", "name": "AMD Instinct MI999X",
                                          "driver": "9.9.9"}]
     (other / "matrix.json").write_text(json.dumps(matrix))
@@ -74,10 +78,66 @@ def test_other_environment_is_not_comparable(sweeps, tmp_path):
     assert f"| `x` | default | {STEP} |" in done.stdout
     assert f"- torch: {here['packages']['torch']} vs 2.99.0" in done.stdout
     assert f"- GPU: {here_gpus} vs AMD Instinct MI999X" in done.stdout
+    named = done.stdout[:done.stdout.index("| | cell |")]  # before any metric
+    assert (f"- the two runs ran different versions of torch: A `{here['packages']['torch']}`, "
+            "B `2.99.0` (makes the runs not comparable)") in named
+    assert "- the two runs ran on different GPUs: A " in named
+    assert f"- the two runs ran on different hosts: A `{here['host']}`, B `elsewhere`\n" in named
     assert "runs are not comparable, cannot check" in done.stderr
     forced = aorta("compare", str(sweeps["fast"]), str(other), "--allow-env-mismatch",
                    cwd=tmp_path)
     assert f"| `+` | default | {STEP} |" in forced.stdout
+
+
+def _before_metrics(done) -> list[str]:
+    """The lines of ``aorta compare``'s Markdown above its table of metrics."""
+    return done.stdout[:done.stdout.index("| | cell | metric |")].splitlines()
+
+
+def test_runs_that_ran_different_commands_say_so_before_any_metric(sweeps, tmp_path):
+    """fast and slow ran the same payload with another base step time: the first thing said is
+    that their commands differ, with both commands (from matrix.json)."""
+    commands = [shlex.join(json.loads((sweeps[n] / "matrix.json").read_text())["cells"][0][
+        "command"]) for n in ("fast", "slow")]
+    done = aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--json", cwd=tmp_path)
+    (diff,) = json.loads(done.stdout)["differences"]
+    assert (diff["aspect"], diff["baseline"], diff["candidate"]) == (
+        "command", commands[:1], commands[1:])
+    assert diff["text"] == (f"the two runs ran different commands: A `{commands[0]}`, "
+                            f"B `{commands[1]}`")
+    lines = _before_metrics(aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]),
+                                  cwd=tmp_path))
+    said = [ln for ln in lines if ln.startswith("- the two runs ran different commands: A ")]
+    assert len(said) == 1 and "10 + int" in said[0] and "40 + int" in said[0]
+    assert "**What differs between the two runs:**" in lines
+    same = aorta("compare", str(sweeps["fast"]), str(sweeps["fast"]), "--json", cwd=tmp_path)
+    assert json.loads(same.stdout)["differences"] == []
+    assert "Same commands, collectors, options and environment." in _before_metrics(aorta(
+        "compare", str(sweeps["fast"]), str(sweeps["fast"]), cwd=tmp_path))
+
+
+def test_runs_with_another_collector_option_say_so_before_any_metric(tmp_path):
+    """Two real sweeps of the example rusage collector, max_rss on and off: the option (from the
+    trial records) is named before any metric, and nothing else is."""
+    need("aorta_rusage")
+    runs = {}
+    for value in ("true", "false"):
+        runs[value] = tmp_path / value
+        aorta(f"output={runs[value]}", "sweep=repeat", "trials=1", "collector=rusage",
+              f"collector.rusage.max_rss={value}", "--", sys.executable, "-c", "pass",
+              cwd=tmp_path)
+    done = aorta("compare", str(runs["true"]), str(runs["false"]), "--json", cwd=tmp_path)
+    (diff,) = json.loads(done.stdout)["differences"]
+    assert (diff["aspect"], diff["name"], diff["key"], diff["baseline"], diff["candidate"],
+            diff["blocks"]) == ("option", "rusage", "max_rss", ["true"], ["false"], False)
+    lines = _before_metrics(aorta("compare", str(runs["true"]), str(runs["false"]),
+                                  cwd=tmp_path))
+    assert ("- the two runs set collector rusage's option max_rss differently: A `true`, "
+            "B `false`") in lines
+    page = tmp_path / "c.html"
+    aorta("compare", str(runs["true"]), str(runs["false"]), "--html", str(page), "--no-png",
+          cwd=tmp_path)
+    assert "option max_rss differently: A `true`, B `false`" in page.read_text()
 
 
 def test_bad_arguments_are_one_line_errors(sweeps, tmp_path):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 from pytest import approx
 from reports.report_helpers import FIXTURES, aorta
 
-from aorta_core.reports.overlap_report import build_report
+from aorta_core.reports.overlap_report import OVERLAP_KEYS, build_report
 
 UPSTREAM = FIXTURES / "upstream_shaped"
 KEYS = ("count", "mean_loss", "mean_overlap_ms", "mean_compute_ms",
@@ -93,7 +94,7 @@ def test_real_cpu_benchmark_run_has_no_overlap_and_says_so(cpu_benchmark, tmp_pa
     summary, notes = build_report([("cpu", cpu_benchmark)], tmp_path, pngs=False)
     agg = summary["datasets"]["cpu"]
     assert agg["count"] == 3 and agg["overlap_iterations"] == 0
-    assert "overlap_ratio" not in agg and agg["mean_loss"] > 0
+    assert agg["overlap_ratio"] is None and agg["mean_loss"] > 0
     assert any("3 iteration(s) without profile.overlap" in n for n in notes)
     assert "nothing to plot" in (tmp_path / "report.html").read_text()
 
@@ -127,3 +128,62 @@ def test_no_data_at_all_exits_1(tmp_path):
                  str(tmp_path / "out"), "--no-png", cwd=tmp_path)
     assert done.returncode == 1
     assert "no iteration records found" in done.stderr
+
+
+def _page_text(page: str) -> str:
+    """What a reader sees of a page: no scripts, no tags, one space between words."""
+    page = re.sub(r"<script.*?</script>", " ", page, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", page).split())
+
+
+def _plots(page: str) -> list[str]:
+    """The arguments of each plotly call of a page (a figure's id, data and layout)."""
+    return re.findall(r"Plotly\.newPlot\((.*?)\)\s*};", page, flags=re.S)
+
+
+def test_gloo_cpu_runs_compared_show_not_measured_never_zero(cpu_gloo_run, tmp_path):
+    """Two labels of a real 2-rank gloo run: nothing of the overlap was measured, so the
+    comparison holds null (it said 0.0, 0.0 and a delta of 0.0) and every table says so."""
+    done = aorta("report", "overlap", "--log-dir", str(cpu_gloo_run), "--label", "ddp-cpu",
+                 "--log-dir", str(cpu_gloo_run), "--label", "again-cpu", "--reference",
+                 "ddp-cpu", "--candidate", "again-cpu", "--output", str(tmp_path / "out"),
+                 "--no-png", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    comp = summary["comparison"]
+    assert comp["reference_overlap_ratio"] is None and comp["candidate_overlap_ratio"] is None
+    assert comp["ratio_delta"] is None
+    assert comp["metric_ratios"]["mean_loss"] == approx(1.0)
+    assert {k for k, v in comp["metric_ratios"].items() if v is None} == set(OVERLAP_KEYS)
+    for agg in (summary["datasets"]["ddp-cpu"], *summary["ranks"]["ddp-cpu"].values()):
+        assert agg["overlap_iterations"] == 0 and agg["count"] > 0
+        assert {k: agg[k] for k in OVERLAP_KEYS} == dict.fromkeys(OVERLAP_KEYS)
+    assert set(summary["ranks"]["ddp-cpu"]) == {"0", "1"}
+    text = _page_text((tmp_path / "out/report.html").read_text())
+    assert "reference overlap ratio not measured candidate overlap ratio not measured delta " \
+           "(candidate − reference) not measured" in text
+    assert "mean_overlap_ms not measured" in text and "mean_loss 1 " in text
+    # Summary and per-rank rows: count, iterations with overlap 0, loss, then 5 not measured.
+    assert re.search(r"ddp-cpu 8 0 [0-9.]+( not measured){5} ", text)
+    assert re.search(r"ddp-cpu rank 1 4 0 [0-9.]+( not measured){5} ", text)
+    assert " 0.0 " not in text and "—" not in text
+
+
+def test_unmeasured_side_stays_out_of_every_figure(cpu_gloo_run, tmp_path):
+    """A measured label (upstream-shaped files) against the gloo CPU run: the figures show the
+    measured one only; the comparison's unmeasured side and its delta are null."""
+    summary, _ = build_report([("ddp", UPSTREAM / "ddp"), ("gloo-cpu", cpu_gloo_run)],
+                              tmp_path, reference="ddp", candidate="gloo-cpu", pngs=False)
+    comp = summary["comparison"]
+    assert comp["reference_overlap_ratio"] == approx(upstream_aggregate(UPSTREAM / "ddp")[
+        "overlap_ratio"])
+    assert comp["candidate_overlap_ratio"] is None and comp["ratio_delta"] is None
+    assert comp["metric_ratios"]["mean_compute_ms"] is None
+    page = (tmp_path / "report.html").read_text()
+    plots = _plots(page)
+    assert len(plots) == 3 and all("ddp" in plot for plot in plots)  # timeline, bars, box
+    assert not [plot for plot in plots if "gloo-cpu" in plot]
+    assert 'id="ddp_timeline"' in page and 'id="gloo-cpu_timeline"' not in page
+    text = _page_text(page)
+    assert "candidate overlap ratio not measured delta (candidate − reference) not measured" \
+        in text
