@@ -22,7 +22,14 @@ PACKAGE = ROOT / "aorta_core"
 
 
 def _folders(top: Path) -> list[Path]:
-    return [top, *(d for d in top.rglob("*") if d.is_dir() and d.name != "__pycache__")]
+    """Folders that hold source: one left with only ``__pycache__`` (a module moved away) is not."""
+    return [top, *(d for d in top.rglob("*") if d.is_dir() and _holds_source(d))]
+
+
+def _holds_source(folder: Path) -> bool:
+    return "__pycache__" not in folder.parts and any(
+        f.is_file() and "__pycache__" not in f.parts for f in folder.rglob("*")
+    )
 
 
 def test_packages_are_found_not_listed():
