@@ -81,8 +81,9 @@ def test_a_recipe_axis_the_workload_lacks_is_named_as_the_recipes(tmp_path: Path
     (["+label=a"], "label is not a setting (a key of your own only labels replicate cells, "
                    "swept: +label=a,b; python -m aorta_core --help lists the settings)"),
     (["collector.good.level=2"],
-     "collector.good.level is an option of collector good, which is not selected: "
-     "add collector=good"),
+     "collector.good.level is given, but no cell selects collector good: add collector=good"),
+    (["-m", "collector=good,other", "collector.good.levle=2"],
+     "collector.good.levle is not an option of good; valid: level"),
     (["x=interval(0,1)"], "x=interval(0,1): the basic sweeper sweeps lists, choice(), range() "
                           "and glob(); give the values as a,b,c"),
     (["collector=null"], "collector=null: a config group takes one of its options, not null; "
@@ -92,6 +93,7 @@ def test_a_recipe_axis_the_workload_lacks_is_named_as_the_recipes(tmp_path: Path
 def test_a_hydra_error_is_one_line_before_anything_is_written(plugin_site, tmp_path: Path,
                                                               args, line):
     plugin_site.add("good", good_collector("good"))
+    plugin_site.add("other", good_collector("other"))
     out = tmp_path / "out"
     done = run_aorta(["sweep=repeat", f"output={out}", *args, *TRUE], cwd=tmp_path,
                      env={**plugin_site.env, **ONLY_TEST_PLUGINS})
@@ -105,6 +107,23 @@ def test_a_key_of_your_own_swept_labels_replicate_cells(tmp_path: Path):
                      cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(r["cell"] for r in records(out)) == ["label=a", "label=b"]
+
+
+def test_one_collectors_options_go_to_the_cells_that_select_it(plugin_site, tmp_path: Path):
+    """``-m collector=good,other collector.good.level=2``: Hydra cannot set good's option in the
+    cell that selects only other; it reaches good's cell and no other."""
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("other", good_collector("other"))
+    out = tmp_path / "out"
+    done = run_aorta(["-m", "sweep=repeat", "trials=1", "collector=good,other",
+                      "collector.good.level=2", f"output={out}", *TRUE],
+                     cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
+    assert done.returncode == 0, done.stderr
+    runs = {tuple(r["collectors"]): r["metrics"] for r in records(out)}
+    assert set(runs) == {("good",), ("other",)}
+    assert runs[("good",)]["good_level"] == 2
+    assert runs[("other",)]["other_level"] == 1
+    assert not any(k.startswith("good_") for k in runs[("other",)])
 
 
 @needs(SUBMITIT)

@@ -86,9 +86,10 @@ REFUSED = {
     "+cell=range(0,1e12)": ("the sweep has more than 100000 jobs (+cell=range(0,1e12) and the "
                             "axes before it); sweep fewer values, or split it into several "
                             "sweeps"),
-    "+collector.torchprof.wait=1": ("collector.torchprof has options but is not selected: add "
-                                    "collector=torchprof (or collector=[torchprof,...] with "
-                                    "others)"),
+    "+collector.torchprof.wait=1": ("collector.torchprof is given, but no cell selects "
+                                    "collector torchprof: add collector=torchprof (or "
+                                    "collector=[torchprof,...] with others, or "
+                                    "-m collector=torchprof,... to sweep it)"),
     "trials=" + "9" * 30: f"trials={'9' * 30} is more than 100000, the most one cell runs",
     "trials=glob(*)": ("trials=glob(*) sweeps no value (an empty range or a glob that matches "
                        "nothing); give at least one"),

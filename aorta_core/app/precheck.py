@@ -25,9 +25,10 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from aorta_core.engine.cells import ConfigError, collector_selection, typed_options
 from aorta_core.engine.grammar import Axis, SweepError, quote, sweep_axes
 from aorta_core.engine.keys import not_a_setting, suggestion
-from aorta_core.engine.plugins import unusable_selection
+from aorta_core.engine.plugins import load_registry, unusable_selection
 from aorta_core.engine.settings import CoreSettings, SettingsError, core_settings
 
 #: Flags that replace the primary config; with them the pre-check cannot compose what Hydra will.
@@ -101,6 +102,9 @@ class Plan:
     output: Path | None = None
     #: The keys the sweep varies: what tells its cells apart.
     swept: tuple[str, ...] = ()
+    #: The arguments for Hydra: without ``output=``, a collector's options that only some cells
+    #: select given to every cell (``++``).
+    hydra_args: tuple[str, ...] = ()
 
 
 def hydra_line(exc: BaseException) -> str:
@@ -166,13 +170,20 @@ def _search_dirs(args: list[str]) -> list[str]:
 def _collector_keys(cfg: DictConfig) -> None:
     """The collectors' options typed as a cell types them (a mistyped key, a collector given
     options but not selected, a value that does not resolve), before anything is written."""
-    from aorta_core.engine.cells import ConfigError, typed_options
-    from aorta_core.engine.plugins import load_registry
-
     try:
         typed_options(cfg, load_registry())
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _selected_somewhere(composer: Composer) -> None:
+    """Options of a collector that no cell of the sweep selects would be used nowhere."""
+    for name in sorted(composer.given - composer.selected):
+        key = next((line.split("=", 1)[0] for line in composer.forced
+                    if line.startswith(f"collector.{name}.")), f"collector.{name}")
+        raise UsageError(f"{key} is given, but no cell selects collector {name}: add "
+                         f"collector={name} (or collector=[{name},...] with others, or "
+                         f"-m collector={name},... to sweep it)")
 
 
 def _command_given(settings: CoreSettings, args: list[str], command: list[str] | None) -> None:
@@ -202,18 +213,53 @@ class Composer:
         self.recipe = next((o.value() for o in parsed if o.key_or_group == "sweep"), "default")
         #: Keys swept by the recipe's ``hydra.sweeper.params`` alone (not on the command line).
         self.recipe_axes: set[str] = set()
+        #: ``collector.<name>.<key>=v`` -> ``++...``: options of a collector that only some cells
+        #: select, given to every cell (Hydra refuses to set them where it is not selected).
+        self.forced: dict[str, str] = {}
+        #: Collectors some composed cell selects; collectors some cell only gives options to.
+        self.selected: set[str] = set()
+        self.given: set[str] = set()
 
     def compose(self, overrides: list[str]) -> DictConfig:
+        overrides = [self.forced.get(o, o) for o in overrides]
         try:
-            return compose("config", overrides=overrides, return_hydra_config=True)
+            cfg = compose("config", overrides=overrides, return_hydra_config=True)
         except (HydraException, OmegaConfBaseException) as exc:
-            raise UsageError(self._explain(exc, overrides)) from None
+            line = self._other_cells_option(exc, overrides)
+            if line is None:
+                raise UsageError(self._explain(exc, overrides)) from None
+            self.forced[line] = f"++{line}"
+            return self.compose(overrides)
         except ValueError as exc:  # Hydra's own check of a config group's value (`collector=null`)
             nulls = [o.split("=", 1)[0] for o in overrides if o.endswith("=null")]
             if nulls:
                 raise UsageError(f"{nulls[0]}=null: a config group takes one of its options, not "
                                  f"null; leave {nulls[0]}= out to select none{_HELP}") from None
             raise UsageError(f"{' '.join(str(exc).split())}{_HELP}") from None
+        selected, given = collector_selection(cfg, load_registry())
+        self.selected |= selected
+        self.given |= given
+        return cfg
+
+    def _other_cells_option(self, exc: BaseException, overrides: list[str]) -> str | None:
+        """The override ``collector.<name>.<key>=v`` that Hydra could not set because this
+        composition does not select collector ``<name>`` (another cell of the sweep may)."""
+        missing = _MISSING_KEY.match(str(exc))
+        if not missing or not isinstance(exc.__cause__, (ConfigAttributeError, ConfigKeyError)):
+            return None
+        key = missing.group(1)
+        parts = key.split(".")
+        line = next((o for o in overrides if o.split("=", 1)[0] == key), None)
+        if line is None or len(parts) < 3 or parts[0] != "collector" \
+                or parts[1] not in load_registry().collectors:
+            return None
+        try:
+            without = compose("config", overrides=[o for o in overrides if o != line],
+                              return_hydra_config=True)
+        except (HydraException, OmegaConfBaseException):
+            return None
+        selected, _ = collector_selection(without, load_registry())
+        return None if parts[1] in selected else line  # selected: the key is no option of it
 
     def _explain(self, exc: BaseException, overrides: list[str]) -> str:
         missing = _MISSING_KEY.match(str(exc))
@@ -314,7 +360,8 @@ def check(args: list[str], command: list[str] | None) -> Plan:
     output = _output(args)
     if any(a in _PRIMARY_FLAGS or a.startswith(_PRIMARY_FLAGS) for a in args):
         return Plan(allow_failures=any(a in ("allow_failures=true", "allow_failures=True")
-                                       for a in args), output=output)
+                                       for a in args), output=output,
+                    hydra_args=tuple(without_output(args)))
     _default_recipe_with_command(args, command)
     try:
         rest = without_output(args)
@@ -333,6 +380,8 @@ def check(args: list[str], command: list[str] | None) -> Plan:
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     _collector_keys(cfg)
+    _selected_somewhere(composer)
     _command_given(settings, args, command)
     return Plan(allow_failures=settings.allow_failures, output=output,
-                swept=tuple(a.key for a in axes))
+                swept=tuple(a.key for a in axes),
+                hydra_args=tuple(composer.forced.get(a, a) for a in rest))

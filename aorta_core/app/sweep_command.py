@@ -50,7 +50,7 @@ def run_sweep(args: list[str]) -> int:
     from aorta_core.app import searchpath
     from aorta_core.app.cell_job import hydra_main, register_command, run_jobs
     from aorta_core.app.driver import EXIT_USAGE, drive
-    from aorta_core.app.precheck import UsageError, check, without_output
+    from aorta_core.app.precheck import UsageError, check
 
     searchpath.install()
     try:
@@ -58,7 +58,7 @@ def run_sweep(args: list[str]) -> int:
     except UsageError as exc:
         error_line(str(exc))
         return EXIT_USAGE
-    hydra_args, output = without_output(hydra_args), plan.output
+    hydra_args, output = list(plan.hydra_args), plan.output
     register_command(command, plan.swept)
     if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
         sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]

@@ -96,9 +96,12 @@ def _command(cfg: DictConfig) -> tuple[str, ...]:
 
 def typed_options(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
     """The selected collectors' options as their dataclasses; :class:`ConfigError` names a
-    collector that is not installed, one given options but not selected (``+collector.x.k=1``
-    without ``collector=x`` leaves a plain mapping), a key it does not have (``+`` appends one
-    even to a structured node) and a value that does not resolve (``${oc.env:UNSET}``)."""
+    collector that is not installed, a key it does not have (``+`` appends one even to a
+    structured node) and a value that does not resolve (``${oc.env:UNSET}``).
+
+    Options of a collector this cell does not select (a plain mapping: ``-m collector=a,b
+    collector.b.k=1`` gives them to cell ``a`` too) are not its own and are left out; the
+    sweep's pre-check refuses options that no cell selects (:func:`unselected_options`)."""
     options = {}
     for name, node in (cfg.get("collector") or {}).items():
         collector = registry.collectors.get(name)
@@ -112,14 +115,24 @@ def typed_options(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
             raise ConfigError(f"collector.{name}.{unknown[0]} is not an option of {name}; "
                               f"valid: {', '.join(sorted(known))}")
         if OmegaConf.get_type(node) is not collector.info.options:
-            raise ConfigError(f"collector.{name} has options but is not selected: add "
-                              f"collector={name} (or collector=[{name},...] with others)")
+            continue
         try:
             options[name] = OmegaConf.to_object(node)
         except OmegaConfBaseException as exc:
             raise ConfigError(f"collector.{name}: {' '.join(str(exc).splitlines()[0].split())}"
                               ) from None
     return options
+
+
+def collector_selection(cfg: DictConfig, registry: Registry) -> tuple[set[str], set[str]]:
+    """Which installed collectors ``cfg`` selects, and which it only gives options to."""
+    selected, given = set(), set()
+    for name, node in (cfg.get("collector") or {}).items():
+        collector = registry.collectors.get(name)
+        if collector is not None:
+            chosen = OmegaConf.get_type(node) is collector.info.options
+            (selected if chosen else given).add(name)
+    return selected, given
 
 
 def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None

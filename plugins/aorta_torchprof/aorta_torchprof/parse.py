@@ -23,14 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from aorta_core.api import decoded_bytes, merge, parallel_map
+from aorta_core.api import decoded_bytes, merge, parallel_map, read_limited
 from aorta_torchprof.hta_overlap import Overlap
+from aorta_torchprof.session import NO_TRACE_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
 
 TOP_N = 5
 #: Peak memory of a worker per byte of trace it reads (bench/bench_torchprof_parse.py: the
 #: bytes, the decoded events and the interpreter).
 MEMORY_PER_BYTE = 2.5
+#: A session's no-trace note is one line.
+_NOTE_LIMIT = 4096
 
 
 def parse_dir(artifact_dir: Path, drop_last_profiler_step: bool = False) -> dict[str, Any]:
@@ -78,12 +81,20 @@ def _summaries(files: list[Path], artifact_dir: Path, drop_last: bool) -> list[F
     return out
 
 
+def _no_trace_reason(artifact_dir: Path) -> str:
+    """What the ranks' sessions said when they wrote no trace, or where to look."""
+    notes = sorted(artifact_dir.glob(f"rank*{NO_TRACE_SUFFIX}")) if artifact_dir.is_dir() else []
+    said = [read_limited(n, artifact_dir, _NOTE_LIMIT).decode(errors="replace").strip()
+            for n in notes]
+    return "; ".join(said) or ("nothing wrote one there (the workload ended before a profiler "
+                               "exported a trace, or it crashed first); see the trial's stderr.log")
+
+
 def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
     files = trace_files(artifact_dir)
     if not files:
-        warnings.warn(
-            f"torchprof: no Kineto trace (*.json, *.json.gz) in {artifact_dir}", stacklevel=3
-        )
+        warnings.warn(f"torchprof: no Kineto trace (*.json, *.json.gz) in {artifact_dir}: "
+                      f"{_no_trace_reason(artifact_dir)}", stacklevel=3)
     summaries = _summaries(files, artifact_dir, drop_last)
     if not summaries:
         return {}  # each file said why

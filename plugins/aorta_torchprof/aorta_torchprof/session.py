@@ -20,6 +20,9 @@ from typing import Any
 
 from aorta_torchprof.options import TorchprofOptions
 
+#: ``rank<R>.no-trace.txt``: why a rank's session wrote no trace, for the parser to report.
+NO_TRACE_SUFFIX = ".no-trace.txt"
+
 DIR_ENV = "AORTA_TORCHPROF_DIR"
 OPTIONS_ENV = "AORTA_TORCHPROF_OPTIONS"
 
@@ -148,12 +151,12 @@ class Session:
         if self.options.key_averages:
             self._write_key_averages()
         if not self.saved and (self.options.chrome_trace or self.options.tensorboard):
-            print(
-                f"aorta-torchprof: rank {self.rank} wrote no trace: the schedule never reached an "
-                f"active step ({self.steps} steps seen with step_on={self.options.step_on}); "
-                "set collector.torchprof.step_on=run or lower wait/warmup/skip_first",
-                file=sys.stderr,
-            )
+            why = (f"rank {self.rank} wrote no trace: the schedule never reached an active step "
+                   f"({self.steps} steps seen with step_on={self.options.step_on}); set "
+                   "collector.torchprof.step_on=run or lower wait/warmup/skip_first")
+            print(f"aorta-torchprof: {why}", file=sys.stderr)
+            # The parser says it in the record's warnings, where the user looks first.
+            (self.out_dir / f"rank{self.rank}{NO_TRACE_SUFFIX}").write_text(why + "\n")
 
     def _trace_ready(self, prof: Any) -> None:
         opts = self.options

@@ -111,7 +111,10 @@ def test_missing_and_empty_dirs(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         assert parse_dir(tmp_path / "absent") == {}
         assert parse_dir(tmp_path) == {}
-    assert any("no Kineto trace" in str(w.message) for w in caught)
+    assert [str(w.message) for w in caught] == [
+        f"torchprof: no Kineto trace (*.json, *.json.gz) in {folder}: nothing wrote one there "
+        "(the workload ended before a profiler exported a trace, or it crashed first); see the "
+        "trial's stderr.log" for folder in (tmp_path / "absent", tmp_path)]
 
 
 def test_bad_file_skipped_good_file_kept(tmp_path: Path) -> None:

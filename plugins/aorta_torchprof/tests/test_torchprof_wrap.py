@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -154,6 +155,15 @@ def test_manual_step_and_short_schedule_warning(tmp_path: Path) -> None:
     ]  # warmup 1 + active 2
     done = _run(_wrap([sys.executable, str(script)], tmp_path / "o", wait=5))
     assert "wrote no trace" in done.stderr
+    # the parser says why in the record's warnings, not only in the trial's stderr
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert parse_dir(tmp_path / "o") == {}
+    assert [str(w.message) for w in caught] == [
+        f"torchprof: no Kineto trace (*.json, *.json.gz) in {tmp_path / 'o'}: rank 0 wrote no "
+        "trace: the schedule never reached an active step (0 steps seen with "
+        "step_on=optimizer); set collector.torchprof.step_on=run or lower "
+        "wait/warmup/skip_first"]
 
 
 def test_torchrun_gloo_every_rank_profiled(tmp_path: Path) -> None:
