@@ -14,7 +14,7 @@ from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.api.ranks import rank_from_env
-from aorta_core.benchmark.config import ConfigError, compose_config
+from aorta_core.benchmark.config import ConfigError, check_inject, compose_config
 
 
 def _one_line(exc: BaseException) -> str:
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         overrides, config_file, pairs = split_argv(argv)
         cfg = compose_config(overrides, config_file, pairs)
+        check_inject(cfg, int(os.environ.get("WORLD_SIZE", "1")))
     except (HydraException, OmegaConfBaseException, ConfigError) as exc:
         print(f"aorta benchmark: bad config: {_one_line(exc)}", file=sys.stderr)
         return 2

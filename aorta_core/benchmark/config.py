@@ -109,6 +109,30 @@ class TelemetryConfig:
     matmul_reference: bool = True
 
 
+@dataclass
+class InjectConfig:
+    """Fault injection on one rank, per training step (docs/benchmark.md "Fault injection"): the
+    ground truth ``aorta diagnose`` is checked against. All zero: nothing is injected."""
+
+    #: The rank that is slowed (every other rank runs as usual).
+    rank: int = 0
+    #: Host time outside any op at the start of each step: ``host_mode`` sleep or burn (a busy
+    #: Python loop on the CPU).
+    host_ms: float = 0.0
+    host_mode: str = "sleep"
+    #: Extra time inside the data step (a sleep in the data loading span).
+    data_ms: float = 0.0
+    #: Extra compute after the forward: matmuls for this long (CPU: until the time is spent;
+    #: GPU: as many as took this long when calibrated at the start).
+    compute_ms: float = 0.0
+    #: A sleep before the step's first all_reduce or reduce_scatter (a late arrival).
+    collective_ms: float = 0.0
+
+    def active(self) -> bool:
+        return any(v > 0 for v in (self.host_ms, self.data_ms, self.compute_ms,
+                                   self.collective_ms))
+
+
 #: The collector whose public options type gives the ``profiling`` block its profiler keys:
 #: upstream aorta's block configures the PyTorch profiler, which that collector runs.
 PROFILER_COLLECTOR = "torchprof"
@@ -166,6 +190,7 @@ class BenchmarkConfig:
     compile: CompileConfig = field(default_factory=CompileConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    inject: InjectConfig = field(default_factory=InjectConfig)
     #: Filled in at registration: :func:`profiling_schema` of the installed profiler.
     profiling: Any = field(default_factory=dict)
 
@@ -174,7 +199,10 @@ CHOICES = {
     "device": ("auto", "cpu", "cuda"),
     "parallel.mode": ("fsdp", "ddp"),
     "training.mixed_precision": ("none", "bf16", "fp16"),
+    "inject.host_mode": ("sleep", "burn"),
 }
+#: Injected times: ms per step, >= 0.
+INJECT_MS = ("host_ms", "data_ms", "compute_ms", "collective_ms")
 
 
 #: Upstream aorta's trainer keys (``--override``) that are one of ours under another name. Its
@@ -308,11 +336,25 @@ def check_values(cfg: DictConfig) -> None:
     for key in positive:
         if OmegaConf.select(cfg, key, default=1) < 1:
             raise ConfigError(f"{key}={OmegaConf.select(cfg, key)} must be >= 1")
+    for key in INJECT_MS:
+        value = cfg.inject[key]
+        if not value >= 0:  # NaN too
+            raise ConfigError(f"inject.{key}={value} must be >= 0 (ms per step; 0: none)")
+    if cfg.inject.rank < 0:
+        raise ConfigError(f"inject.rank={cfg.inject.rank} must be >= 0 (the rank to slow)")
     if cfg.model.model_dim % cfg.model.num_heads:
         raise ConfigError(
             f"model.model_dim={cfg.model.model_dim} must be divisible by "
             f"model.num_heads={cfg.model.num_heads}"
         )
+
+
+def check_inject(cfg: DictConfig, world_size: int) -> None:
+    """An injection must name a rank of the job."""
+    inject = cfg.inject
+    if any(inject[k] > 0 for k in INJECT_MS) and inject.rank >= world_size:
+        raise ConfigError(f"inject.rank={inject.rank} but the job has {world_size} rank(s) "
+                          f"(0-{world_size - 1}); pick one of them")
 
 
 def resolve_output_dir(configured: str | None, stamp: str, env: Mapping[str, str]) -> Path:

@@ -118,6 +118,9 @@ class RankRecord(msgspec.Struct, forbid_unknown_fields=True):
     comm_hidden_ratio: float | UnsetType = UNSET
     compute_tflops: float | UnsetType = UNSET
     profile: Profile | UnsetType = UNSET
+    # inject.*: on the slowed rank only, what its step injected (host, data, compute,
+    # collective: ms measured on the host).
+    injected_ms: dict[str, float] | UnsetType = UNSET
     gpu: GpuSample | UnsetType = UNSET
 
 

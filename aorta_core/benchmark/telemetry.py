@@ -40,6 +40,7 @@ class StepInfo:
     step_time_ms: float
     samples: int  # samples processed by all ranks this step
     flops: int  # counted FLOPs of this rank's step
+    injected_ms: dict[str, float] | None = None  # inject.*: what this rank's step injected
 
 
 def build_record(info: StepInfo, timing: IterationTiming, comm_calls: dict[str, int],
@@ -63,6 +64,8 @@ def build_record(info: StepInfo, timing: IterationTiming, comm_calls: dict[str, 
         extra["profile"] = Profile(**profile)
     if gpu is not None:
         extra["gpu"] = gpu
+    if info.injected_ms is not None:
+        extra["injected_ms"] = info.injected_ms
     return RankRecord(
         schema_version=SCHEMA_VERSION, rank=info.rank, world_size=info.world_size,
         epoch=info.epoch, step=info.step, global_step=info.global_step, loss=info.loss,

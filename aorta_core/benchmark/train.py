@@ -20,6 +20,7 @@ from aorta_core.benchmark import distributed, gpu_diag, peak
 from aorta_core.benchmark.collectives import patched_collectives
 from aorta_core.benchmark.config import BenchmarkConfig, default_stamp, resolve_output_dir
 from aorta_core.benchmark.data import make_batch, steps_per_epoch
+from aorta_core.benchmark.inject import Injector
 from aorta_core.benchmark.model import RankingTransformer, train_flops_per_step, weighted_bce
 from aorta_core.benchmark.profiling import torch_profiler_request, warn_if_unserved
 from aorta_core.benchmark.stream_timing import make_timeline
@@ -35,6 +36,8 @@ from aorta_core.benchmark.telemetry import (
 log = logging.getLogger("aorta.benchmark")
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+#: The data step's range in the profiler's traces (``aorta diagnose`` counts it as data loading).
+DATA_SPAN = "aorta.data"
 
 
 def lr_lambda(warmup: int, total: int):
@@ -98,6 +101,7 @@ def _train(cfg: BenchmarkConfig, dcfg: DictConfig, ctx: distributed.DistContext,
         with ExitStack() as stack:
             if cfg.telemetry.enabled:
                 stack.enter_context(patched_collectives(loop.timeline, loop.comm_calls))
+            stack.enter_context(loop.injector.delayed_collectives())  # wraps the patched ones
             session = stack.enter_context(
                 payload.session(ctx.rank, output_dir=out_dir, torch_profiler=request))
             warn_if_unserved(request, session.names)
@@ -147,6 +151,7 @@ class _Loop:
     timeline: Any
     sampler: Any
     flops: int
+    injector: Injector
     comm_calls: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -169,11 +174,13 @@ class _Loop:
         return cls(cfg, ctx, model, forward, opt, sched, scaler,
                    AMP_DTYPES.get(t.mixed_precision),
                    make_timeline(ctx.device, cfg.telemetry.enabled), sampler,
-                   train_flops_per_step(cfg.model, cfg.data))
+                   train_flops_per_step(cfg.model, cfg.data),
+                   Injector(cfg.inject, ctx.rank, ctx.device))
 
     def iteration(self, epoch: int, step: int, global_step: int) -> tuple[Any, int, int]:
         """Train one step; its record and its wall-clock start and end (ns)."""
         self.comm_calls.clear()
+        self.injector.begin_step()
         unix0, wall0 = time.time_ns(), time.perf_counter_ns()
         lr = self.opt.param_groups[0]["lr"]
         self.timeline.begin()
@@ -193,14 +200,18 @@ class _Loop:
             lr=lr, device=ctx.device.type, time_start_unix_ns=unix0, time_end_unix_ns=unix1,
             step_time_ms=(wall1 - wall0) / 1e6,
             samples=self.cfg.data.batch_size * ctx.world_size, flops=self.flops,
+            injected_ms=self.injector.record(),
         )
         return build_record(info, timing, self.comm_calls, gpu), wall0, wall1
 
     def _timed_step(self, tag: str, global_step: int) -> tuple[torch.Tensor, Any]:
         """Data, forward, backward, grad clip, optimizer: each phase a range of the timeline."""
         cfg, ctx, timeline = self.cfg, self.ctx, self.timeline
-        with timeline.range("aux", "data", f"{tag}_data"):
+        self.injector.host()
+        with (timeline.range("aux", "data", f"{tag}_data"),
+              torch.profiler.record_function(DATA_SPAN)):
             batch = make_batch(cfg.data, cfg.model, cfg.seed, ctx.rank, global_step, ctx.device)
+            self.injector.data()
         timeline.handoff("aux", "compute", (batch.dense, batch.categorical, batch.target,
                                             batch.importance))
         with timeline.range("compute", "forward", f"{tag}_forward"):
@@ -208,6 +219,7 @@ class _Loop:
                   else nullcontext()):
                 logits = self.forward(batch.dense, batch.categorical)
             loss = weighted_bce(logits, batch.target, batch.importance)
+            self.injector.compute()
         with timeline.range("compute", "backward", f"{tag}_backward"):
             self.scaler.scale(loss).backward()
         timeline.handoff("compute", "aux")
