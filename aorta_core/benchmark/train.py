@@ -21,6 +21,7 @@ from aorta_core.benchmark.collectives import patched_collectives
 from aorta_core.benchmark.config import BenchmarkConfig, default_stamp, resolve_output_dir
 from aorta_core.benchmark.data import make_batch, steps_per_epoch
 from aorta_core.benchmark.inject import Injector
+from aorta_core.benchmark.markers import ITERATION_MARKER
 from aorta_core.benchmark.model import RankingTransformer, train_flops_per_step, weighted_bce
 from aorta_core.benchmark.profiling import torch_profiler_request, warn_if_unserved
 from aorta_core.benchmark.stream_timing import make_timeline
@@ -182,12 +183,14 @@ class _Loop:
         self.comm_calls.clear()
         self.injector.begin_step()
         unix0, wall0 = time.time_ns(), time.perf_counter_ns()
-        lr = self.opt.param_groups[0]["lr"]
-        self.timeline.begin()
-        loss, grad_norm = self._timed_step(f"epoch{epoch}_step{step}", global_step)
-        timing = self.timeline.end()
-        loss_value = float(loss.item())
-        norm_value = _scalar(grad_norm) if grad_norm is not None else None
+        # inside the two stamps: the marker a profiler's trace shares with the telemetry
+        with torch.profiler.record_function(f"{ITERATION_MARKER}{global_step}"):
+            lr = self.opt.param_groups[0]["lr"]
+            self.timeline.begin()
+            loss, grad_norm = self._timed_step(f"epoch{epoch}_step{step}", global_step)
+            timing = self.timeline.end()
+            loss_value = float(loss.item())
+            norm_value = _scalar(grad_norm) if grad_norm is not None else None
         wall1, unix1 = time.perf_counter_ns(), time.time_ns()
         gpu = None
         if self.sampler and global_step % self.cfg.telemetry.gpu_diag_interval == 0:
