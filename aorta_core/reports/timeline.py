@@ -40,6 +40,7 @@ from aorta_core.benchmark.stream_overlap import COMM_KINDS
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
+from aorta_core.reports.clock_check import ClockCheck, check_clock
 from aorta_core.reports.timeline_inputs import BENCHMARK_POSITION, RankInputs, Trace, discover
 from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
 
@@ -143,9 +144,9 @@ class _KinetoStep:
     end_ns: int
 
 
-def _profiler_steps(doc: TraceDoc) -> list[_KinetoStep]:
+def _profiler_steps(doc: TraceDoc, shift_ns: int = 0) -> list[_KinetoStep]:
     """Every ``ProfilerStep#N`` slice (CPU annotation and its GPU projection), in Unix ns."""
-    base, out = doc.baseTimeNanoseconds or 0, []
+    base, out = (doc.baseTimeNanoseconds or 0) + shift_ns, []
     for ev in doc.traceEvents:
         name = ev.name or ""
         if ev.cat in _ANNOTATIONS and name.startswith("ProfilerStep#") and ev.ts is not UNSET:
@@ -306,19 +307,6 @@ def _processes(m: _Merge, rank: int, trace: Trace, doc: TraceDoc) -> Callable[[A
     return process
 
 
-def _clock_check(rank: int, iterations: list[RankRecord], steps: list[_KinetoStep]
-                 ) -> dict[str, Any] | None:
-    """Each iteration runs inside its ``ProfilerStep#N`` (the profiler steps after the JSONL
-    line is written), so Kineto's clock minus the wall clock lies in [lo, hi]."""
-    cpu = {s.step: s for s in steps if s.cat == "user_annotation"}
-    pairs = [(cpu[it.global_step], it) for it in iterations if it.global_step in cpu]
-    if not pairs:
-        return None
-    low = max(s.start_ns - it.time_start_unix_ns for s, it in pairs)
-    high = min(s.end_ns - it.time_end_unix_ns for s, it in pairs)
-    return {"rank": rank, "steps": len(pairs), "kineto_minus_wall_us": [low / 1000, high / 1000]}
-
-
 def _merge_benchmark(m: _Merge, rank: int, path: Path, iterations: list[RankRecord],
                      keep: Callable[[float, float], bool] | None) -> list[Event]:
     """Iteration, phase and collective slices; step time and overlap counters."""
@@ -416,14 +404,18 @@ def _place_relative(m: _Merge, trace: Trace, doc: TraceDoc, iterations: list[Ran
 
 
 def _merge_trace(m: _Merge, rank: int, trace: Trace, doc: TraceDoc,
-                 iterations: list[RankRecord], keep: Callable[[float, float], bool] | None
-                 ) -> list[Event]:
-    """One collector's (or the benchmark's Kineto) trace, placed by its declared clock."""
+                 iterations: list[RankRecord], keep: Callable[[float, float], bool] | None,
+                 check: ClockCheck | None) -> list[Event]:
+    """One collector's (or the benchmark's Kineto) trace, placed by its declared clock (a
+    ``unix`` one as its clock check says)."""
     source = trace.source
     if source.clock == "unix":
-        shift = m.us(doc.baseTimeNanoseconds or 0)
+        shift = m.us((doc.baseTimeNanoseconds or 0) + (check.shift_ns if check else 0))
         placed = {"alignment": "unix" if doc.baseTimeNanoseconds is None
-                  else "baseTimeNanoseconds", "error_bound_ms": source.error_bound_ms}
+                  else "baseTimeNanoseconds",
+                  "error_bound_ms": check.error_bound_ms if check else source.error_bound_ms}
+        if check:
+            placed["clock_check"] = check.entry["verdict"]
     else:
         shift, placed = _place_relative(m, trace, doc, iterations)
     out = m.remap(doc.traceEvents, shift, keep, _processes(m, rank, trace, doc),
@@ -460,6 +452,19 @@ def _read_traces(m: _Merge, traces: list[Trace]) -> list[tuple[Trace, TraceDoc]]
     return out
 
 
+def _checked(m: _Merge, rank: int, trace: Trace, doc: TraceDoc, iterations: list[RankRecord]
+             ) -> ClockCheck | None:
+    """A Unix-clock trace checked against the benchmark's iterations (when both have them):
+    listed in ``otherData.clock_checks``, a failed check warned in one line."""
+    check = check_clock(doc, iterations, trace.source.error_bound_ms, rank,
+                        str(trace.source.path.relative_to(m.trial)))
+    if check is not None:
+        m.clock_checks.append(check.entry)
+        if check.warning:
+            m.warn(check.warning)
+    return check
+
+
 def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -> None:
     """Read one rank's files, write its events and lane metadata, then let them go."""
     traces = _read_traces(m, inputs.traces)
@@ -471,18 +476,17 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
         if firsts:
             m.origin, label = min(firsts)
             m.origin_from = f"first {label} event of rank {rank}"
-    steps = [s for _, doc in unix for s in _profiler_steps(doc)]
+    checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
+    steps = [s for _, doc in unix
+             for s in _profiler_steps(doc, checks[id(doc)].shift_ns if checks[id(doc)] else 0)]
     windows = m.windows(iterations, steps)
     if windows == []:
         m.warn(f"rank {rank}: nothing in the selection ({m.selection.to_json()})")
     keep = _keeper(windows)
-    check = _clock_check(rank, iterations, steps)
-    if check:
-        m.clock_checks.append(check)
     if inputs.jsonl:
         writer.write(_merge_benchmark(m, rank, inputs.jsonl, iterations, keep))
     for trace, doc in traces:
-        writer.write(_merge_trace(m, rank, trace, doc, iterations, keep))
+        writer.write(_merge_trace(m, rank, trace, doc, iterations, keep, checks.get(id(doc))))
     writer.write(m.lanes.close_rank(rank, m.forwarded))
     m.forwarded.clear()
 

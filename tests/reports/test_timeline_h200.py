@@ -127,6 +127,21 @@ def test_proton_trace_is_placed_in_its_trials_run(tmp_path):
     assert set(_names(doc, "thread_name").values()) == {"stream 7"}
 
 
+@needs("aorta_proton")
+def test_a_proton_trial_without_a_trace_says_why_it_has_no_lane(tmp_path):
+    """Proton 3.6 in its default data=tree (the vecadd capture): kernel totals, no times, so no
+    lane; the timeline says so and how to get one, instead of leaving Proton out silently."""
+    trial = tmp_path / "trial_000"
+    (trial / "proton").mkdir(parents=True)
+    shutil.copy(PROTON / "cupti_vecadd.hatchet", trial / "proton/proton.hatchet")
+    shutil.copy(PROTON / "cupti_vecadd.record.json", trial / "record.json")
+    warned: list[str] = []
+    assert build_timeline(trial, warn=warned.append) is None
+    assert warned[0] == (
+        "proton: no lane on the timeline: this trial recorded data=tree (kernel totals, no "
+        "times); run it with collector.proton.data=trace (the same kernel metrics) for one")
+
+
 def test_gpu_telemetry_becomes_stream_lanes_and_counters(tmp_path):
     """The bf16 H200 run's JSONL (CUDA-event clock): stream lanes, overlap counters, and the
     bound of placing CUDA-event ranges from the host start."""

@@ -8,6 +8,7 @@ them: the iterations are that span. In cli mode Proton wraps the whole run.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from aorta_core.api import TimelineSource
@@ -16,7 +17,20 @@ from aorta_proton.options import ProtonOptions
 
 def sources(artifact_dir: Path, options: ProtonOptions) -> list[TimelineSource]:
     """Every chrome trace Proton wrote; its rank is the ``rank<R>`` in its name, else 0 (the
-    benchmark starts Proton on rank 0). Its tids are GPU streams."""
+    benchmark starts Proton on rank 0). Its tids are GPU streams. None: a warning says why,
+    so that a timeline without a Proton lane is never silent."""
     span = "iterations" if options.mode == "env" else "run"
-    return [TimelineSource(path, clock="relative", span=span, thread_name="stream {tid}")
-            for path in sorted(artifact_dir.glob("*.chrome_trace"))]
+    found = [TimelineSource(path, clock="relative", span=span, thread_name="stream {tid}")
+             for path in sorted(artifact_dir.glob("*.chrome_trace"))]
+    if not found:
+        warnings.warn(_no_lane(options), stacklevel=2)
+    return found
+
+
+def _no_lane(options: ProtonOptions) -> str:
+    if options.data != "trace":
+        return (f"no lane on the timeline: this trial recorded data={options.data} (kernel "
+                "totals, no times); run it with collector.proton.data=trace (the same kernel "
+                "metrics) for one")
+    return ("no lane on the timeline: Proton wrote no .chrome_trace in this trial (see "
+            "its stderr.log)")
