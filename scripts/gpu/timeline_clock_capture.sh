@@ -14,5 +14,9 @@ timeout 240 python3 -m aorta_core trials=1 collector=torchprof timeline=true out
   > "$OUT/torchprof.log" 2>&1; echo "torchprof sweep rc=$?"
 timeout 240 python3 -m aorta_core trials=1 collector=proton collector.proton.mode=env timeline=true \
   output="$OUT/proton" > "$OUT/proton.log" 2>&1; echo "proton sweep rc=$?"
-find "$OUT" -name "*.json" -size +2M -exec gzip -9 -n {} \;
+for sweep in torchprof proton; do  # the device tool returns flat folders: one archive each
+  python3 -c "import json,glob,sys; [print(sys.argv[1], t, json.dumps(json.load(open(t))['otherData']['clock_checks'])) for t in sorted(glob.glob(sys.argv[1] + '/cells/*/trial_*/timeline.json'))]" "$OUT/$sweep"
+  tar czf "$OUT/$sweep.tgz" -C "$OUT" "$sweep" && rm -rf "${OUT:?}/$sweep"
+done
+grep -h "warning" "$OUT"/*.log | sort | uniq -c | head -20
 du -sh "$OUT"
