@@ -24,6 +24,7 @@ from aorta_core.engine.plugins import load_registry
 from aorta_core.engine.progress import CellProgress, cell_label
 from aorta_core.engine.slots import device_slot
 from aorta_core.engine.trial import run_trial
+from aorta_core.reports.diagnose import diagnose_step
 from aorta_core.reports.timeline import timeline_step
 
 OmegaConf.register_new_resolver("aorta_cell", cell_name, replace=True)
@@ -52,6 +53,19 @@ def _swept() -> list[str]:
         return []
 
 
+def _after_run(cell: Cell):
+    """The steps after each trial: its timeline (``timeline=true``), then its diagnosis
+    (``diagnose=true``); ``None`` when it asks for neither."""
+    steps = [s for s in (timeline_step(cell), diagnose_step(cell)) if s is not None]
+    if not steps:
+        return None
+
+    def after_run(trial_dir: Path, record: Any) -> None:
+        for step in steps:
+            step(trial_dir, record)
+    return after_run
+
+
 def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
     verdicts: dict[str, int] = {}
     devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
@@ -63,7 +77,7 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
         with CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label) as progress:
             for index in todo:
                 progress.start(index)
-                record = run_trial(cell, index, registry, timeline_step(cell))
+                record = run_trial(cell, index, registry, _after_run(cell))
                 progress.done(index, record)
                 verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1
     return verdicts

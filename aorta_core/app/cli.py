@@ -1,5 +1,5 @@
 """The ``aorta`` command: sweep (the Hydra app) plus the ``plugins``, ``matrix``, ``parse``,
-``report``, ``compare``, ``agree`` and ``timeline`` tools.
+``report``, ``compare``, ``agree``, ``timeline`` and ``diagnose`` tools.
 
 Kept light: polars, plotly and torch are imported only by the subcommands that use them.
 
@@ -24,7 +24,8 @@ from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
 from aorta_core.engine.argv import split_command
 from aorta_core.engine.progress import collector_warning, console, error_line, warning_line, wrote
 
-SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline")
+SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline",
+               "diagnose")
 #: What no collector's command may be named: the tools, and upstream's ``aorta sweep run``.
 RESERVED = frozenset(SUBCOMMANDS) | {"sweep"}
 def _print_json(obj, out: TextIO) -> None:
@@ -278,6 +279,42 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
     return 0 if written else 1
 
 
+def cmd_diagnose(ns: argparse.Namespace) -> int:
+    from aorta_core.reports.diagnose import write_diagnosis
+    from aorta_core.reports.timeline import trial_dirs
+
+    path = Path(ns.path)
+    if not path.is_dir():
+        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
+                   "output")
+        return 2
+    for name in ("min_excess_ms", "min_excess_pct"):
+        if not getattr(ns, name) >= 0:
+            error_line(f"--{name.replace('_', '-')} {getattr(ns, name)}: must be >= 0, e.g. 5")
+            return 2
+    written, results = 0, []
+    for trial in trial_dirs(path):
+        try:
+            done = write_diagnosis(trial, min_excess_ms=ns.min_excess_ms,
+                                   min_excess_pct=ns.min_excess_pct)
+        except OSError as exc:
+            error_line(f"cannot write the diagnosis of {trial}: {exc}")
+            continue
+        if done is None:
+            continue
+        written += 1
+        wrote(done[0])
+        results.append(done[1])
+        if not ns.json:
+            ns.out.write(f"{trial}: {len(done[1]['ranks'])} rank(s), profiled steps "
+                         f"{', '.join(map(str, done[1]['steps'])) or 'none in common'}\n")
+            for finding in done[1]["findings"] or [{"text": "nothing stands out"}]:
+                ns.out.write(f"  - {finding['text']}\n")
+    if ns.json:
+        _print_json(results, ns.out)
+    return 0 if written else 1
+
+
 def _argument(parse):
     """An argparse ``type`` that turns the parser's ValueError into a usage error."""
     def convert(text: str):
@@ -302,6 +339,20 @@ def _add_timeline_parser(sub) -> None:
     t.add_argument("--window", type=_argument(parse_window), metavar="START:END",
                    help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
     t.set_defaults(func=cmd_timeline)
+
+
+def _add_diagnose_parser(sub) -> None:
+    from aorta_core.reports.diagnose import MIN_EXCESS_MS, MIN_EXCESS_PCT
+
+    d = sub.add_parser("diagnose", help="why is a step slow: each rank's step time by part, "
+                                        "stragglers and findings, into <trial>/diagnosis.json")
+    d.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
+    d.add_argument("--min-excess-ms", type=float, default=MIN_EXCESS_MS,
+                   help=f"a straggler is this many ms/step slower at least ({MIN_EXCESS_MS:g})")
+    d.add_argument("--min-excess-pct", type=float, default=MIN_EXCESS_PCT,
+                   help=f"... and this %% of the median step at least ({MIN_EXCESS_PCT:g})")
+    d.add_argument("--json", action="store_true", help="print the diagnoses as a JSON list")
+    d.set_defaults(func=cmd_diagnose)
 
 
 def _add_report_parsers(sub) -> None:
@@ -362,6 +413,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_parse)
     _add_report_parsers(sub)
     _add_timeline_parser(sub)
+    _add_diagnose_parser(sub)
     return parser
 
 

@@ -31,6 +31,9 @@ Usage:
                                               (agreement.json, report.html, the verdicts)
   aorta timeline <trial_dir|output> [--output F] [--ranks 0,1] [--steps 3-5] [--window A:B]
                                               every rank's traces on one clock, for Perfetto
+  aorta diagnose <trial_dir|output> [--json] [--min-excess-ms 5] [--min-excess-pct 10]
+                                              each rank's step time by part, stragglers, findings
+                                              (diagnosis.json per trial; docs/diagnose.md)
   aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
 
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.

@@ -47,6 +47,8 @@ class Cell:
     hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
     #: Write each trial's merged timeline (``timeline=true``).
     timeline: bool = False
+    #: Write each trial's diagnosis.json (``diagnose=true``).
+    diagnose: bool = False
     #: MiB kept of each trial log (``log_limit_mb``; None: whole).
     log_limit_mb: float | None = None
 
@@ -243,5 +245,6 @@ def build_cell(cfg: DictConfig, place: Place, registry: Registry) -> Cell:
         auto=auto,
         hook_timeout_s=settings.hook_timeout,
         timeline=settings.timeline,
+        diagnose=settings.diagnose,
         log_limit_mb=settings.log_limit_mb,
     )

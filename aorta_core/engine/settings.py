@@ -49,6 +49,7 @@ class CoreSettings:
     allow_failures: bool = False
     requires_command: bool = False
     timeline: bool = False
+    diagnose: bool = False
     env: dict[str, str] = field(default_factory=dict)
     devices: list[str] | None = None
     devices_per_cell: int = 1

@@ -1,0 +1,534 @@
+"""``aorta diagnose``: why is a step slow, on which rank, and who waits for it.
+
+Reads the Kineto traces of every rank of a trial (the benchmark's profiling block, and each
+collector's ``timeline_sources``: :func:`~aorta_core.reports.timeline_inputs.discover`) and
+writes ``diagnosis.json``: per rank and ``ProfilerStep#N`` the step's time split into parts that
+sum to it, the stragglers, and findings ranked by the ms at stake. docs/diagnose.md has the
+definitions and how they differ from HolisticTraceAnalysis's.
+
+Each instant of a step gets one label, first match wins: ``comm_hidden`` (communication while
+compute runs), ``compute``, ``comm_exposed``, ``other`` (device work that is neither), ``data``
+(inside a data-loading range), ``host`` (nothing of the above: the device idles while the host
+runs Python, launches or sleeps). ``comm_wait`` is the part of ``comm_exposed`` a rank spends in
+collectives waiting for a later rank: a collective ends together on every rank, so its duration
+beyond the shortest rank's is time spent waiting for that rank to arrive (HTA's straggler
+analysis reads the same fact as "late-starting communication kernels").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import numpy as np
+
+from aorta_core.api.files import FileRefused, read_limited, write_atomic
+from aorta_core.api.intervals import merge
+from aorta_core.api.oneline import exception_line
+from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
+from aorta_core.engine.progress import warning_line
+from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
+from aorta_core.reports.timeline_inputs import RankInputs, discover
+from aorta_core.reports.trace_events import read_trace
+
+if TYPE_CHECKING:
+    from aorta_core.engine.cells import Cell
+
+DIAGNOSIS_NAME = "diagnosis.json"
+SCHEMA_VERSION = 1
+#: The parts of a step, in label order; they sum to ``step_ms``. ``comm_wait_ms`` is a part of
+#: ``comm_exposed_ms``.
+PARTS = ("compute", "comm_hidden", "comm_exposed", "host", "data", "other")
+#: What the parts are called in findings.
+WORDS = {
+    "compute": "compute (kernels, or CPU ops on a CPU trace)",
+    "comm_hidden": "communication hidden under compute",
+    "comm_exposed": "exposed communication that is not waiting for other ranks",
+    "host": "host time with the device idle (outside any op: Python, launches, sleeps)",
+    "data": "data loading",
+    "other": "other device work (memory copies and sets)",
+}
+#: Defaults of the straggler test: slower than the others' median by this much per step.
+MIN_EXCESS_MS = 5.0
+MIN_EXCESS_PCT = 10.0
+#: A part worth a finding of its own: this share of the mean step on every rank.
+FINDING_SHARE = 0.2
+
+# Names. CPU side: a collective's execution (gloo's worker thread, NCCL's annotation), the
+# c10d op that issues it, torch's record_param_comms; the benchmark's data range and
+# torch.utils.data's iterator.
+_COLLECTIVE = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):")
+_COMM = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):|^c10d::|^record_param_comms$")
+_DATA = re.compile(r"^aorta\.data$|^enumerate\(DataLoader\)|DataLoader.*__next__")
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: A dispatcher op (``aten::mm``, ``prim::``, a custom ``ns::op``): CPU compute on a CPU trace.
+#: Autograd's nodes (``MmBackward0``, ``autograd::engine::evaluate_function: ...``) and
+#: annotations are not: time in them outside any op is the framework's and Python's (host).
+_DISPATCHER = re.compile(r"^(?!autograd::|c10d::|profiler::)[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]")
+# Device side: HTA's kernel classes (hta/utils/utils.py get_kernel_type, hta/common/types.py),
+# except that a kernel named hip* is not taken for communication (HTA's ^hip rule would count
+# every HIP kernel as a collective).
+_GPU_COMM = re.compile(r"(^nccl.*)|(^hccl)|(.*ncclKernel.*)|(^rccl)")
+_GPU_MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
+_GPU_NOT_COMPUTE = re.compile(
+    r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|"
+    r"(cuda.*LaunchKernel)|(^runFunction)|(^job_exe)|(^packet)|(^pe_exe)|"
+    r"(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
+_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+_CPU_CATS = frozenset({"cpu_op", "user_annotation"})
+
+Warn = Callable[[str], None]
+
+
+def _empty() -> np.ndarray:
+    return np.empty((2, 0))
+
+
+@dataclass
+class _Trace:
+    """One rank's activity as merged intervals (µs, the trace's clock)."""
+
+    device: bool = False
+    steps: dict[int, tuple[float, float]] = field(default_factory=dict)
+    compute: np.ndarray = field(default_factory=_empty)
+    comm: np.ndarray = field(default_factory=_empty)
+    other: np.ndarray = field(default_factory=_empty)
+    data: np.ndarray = field(default_factory=_empty)
+    #: Collective executions, by start: (name, ts, dur).
+    collectives: list[tuple[str, float, float]] = field(default_factory=list)
+    #: The step threads' event starts and names (what follows a host gap).
+    starts: np.ndarray = field(default_factory=lambda: np.empty(0))
+    names: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+
+def _pairs(spans: list[tuple[float, float]]) -> np.ndarray:
+    if not spans:
+        return _empty()
+    arr = np.asarray(spans, dtype=float)
+    return merge(arr[:, 0], arr[:, 1])
+
+
+def _inside(intervals: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Which of the points ``x`` lie in the merged ``intervals``."""
+    if intervals.shape[1] == 0:
+        return np.zeros(x.shape, dtype=bool)
+    i = np.searchsorted(intervals[0], x, side="right") - 1
+    ok = i >= 0
+    return ok & (x < intervals[1][np.clip(i, 0, None)])
+
+
+def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
+    """One rank's intervals from its Kineto traces; ``None`` when none holds a ProfilerStep.
+    A file whose steps another file of the rank already gave is skipped (two profilers of the
+    same steps would count each collective twice)."""
+    out = _Trace()
+    compute, comm, other, data = [], [], [], []
+    starts: list[tuple[float, str]] = []
+    for path in paths:
+        try:
+            doc = read_trace(path, root)
+        except (ValueError, FileRefused) as exc:
+            warn(f"{path}: skipped, {exc}")
+            continue
+        found = _read_one(doc.traceEvents, out.steps)
+        if found is None:
+            continue
+        out.steps.update(found.steps)
+        out.device = out.device or found.device
+        compute += found.compute
+        comm += found.comm
+        other += found.other
+        data += found.data
+        out.collectives += found.collectives
+        starts += found.starts
+        out.sources.append(str(path.relative_to(root)) if path.is_relative_to(root)
+                           else str(path))
+    if not out.steps:
+        return None
+    out.compute, out.comm, out.other, out.data = map(_pairs, (compute, comm, other, data))
+    out.collectives.sort(key=lambda c: c[1])
+    starts.sort()
+    out.starts = np.asarray([s for s, _ in starts], dtype=float)
+    out.names = [n for _, n in starts]
+    return out
+
+
+@dataclass
+class _OneFile:
+    device: bool
+    steps: dict[int, tuple[float, float]]
+    compute: list[tuple[float, float]]
+    comm: list[tuple[float, float]]
+    other: list[tuple[float, float]]
+    data: list[tuple[float, float]]
+    collectives: list[tuple[str, float, float]]
+    starts: list[tuple[float, str]]
+
+
+def _read_one(events: list[Any], seen: Mapping[int, Any]) -> _OneFile | None:
+    steps: dict[int, tuple[float, float]] = {}
+    step_threads: set[Any] = set()
+    cpu: list[tuple[float, float, str, str, Any]] = []
+    kernels: list[tuple[float, float, str]] = []
+    for e in events:
+        if e.ph != "X" or not isinstance(e.ts, float | int) or not isinstance(e.dur, float | int):
+            continue
+        name = e.name if isinstance(e.name, str) else ""
+        cat = e.cat if isinstance(e.cat, str) else ""
+        if cat in _DEVICE_CATS:
+            kernels.append((e.ts, e.ts + e.dur, name))
+        elif cat in _CPU_CATS:
+            found = _STEP.match(name)
+            if found:
+                steps[int(found.group(1))] = (e.ts, e.ts + e.dur)
+                step_threads.add((e.pid, e.tid))
+            else:
+                cpu.append((e.ts, e.ts + e.dur, name, cat, (e.pid, e.tid)))
+    if not steps or all(n in seen for n in steps):
+        return None
+    device = bool(kernels)
+    ops: list[tuple[float, float, Any]] = []
+    comm_by_thread: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    data, collectives, cpu_comm = [], [], []
+    for start, end, name, cat, thread in cpu:
+        if _COMM.match(name):
+            comm_by_thread[thread].append((start, end))
+            cpu_comm.append((start, end))
+            if _COLLECTIVE.match(name):
+                collectives.append((name, start, end - start))
+        elif _DATA.search(name):
+            data.append((start, end))
+        elif cat == "cpu_op" and _DISPATCHER.match(name):
+            ops.append((start, end, thread))
+    if not collectives:  # no execution ranges (older torch): the c10d ops themselves
+        collectives = [(n, s, e - s) for s, e, n, _, _ in cpu if n.startswith("c10d::")]
+    starts = [(s, n) for s, _, n, _, t in cpu if t in step_threads]
+    if device:
+        compute = [(s, e) for s, e, n in kernels if not _GPU_COMM.match(n)
+                   and not _GPU_MEMORY.match(n) and not _GPU_NOT_COMPUTE.match(n)]
+        comm = [(s, e) for s, e, n in kernels if _GPU_COMM.match(n)]
+        other = [(s, e) for s, e, n in kernels
+                 if not _GPU_COMM.match(n) and (_GPU_MEMORY.match(n) or _GPU_NOT_COMPUTE.match(n))]
+        collectives = [(n, s, e - s) for s, e, n in kernels if _GPU_COMM.match(n)]
+        return _OneFile(True, steps, compute, comm, other, data, collectives, starts)
+    # an op inside a collective (gloo's copies) or the data step of its thread is not compute
+    data_iv, compute = _pairs(data), []
+    for thread in {t for _, _, t in ops}:
+        mine = [(s, e) for s, e, t in ops if t == thread]
+        mids = np.asarray([(s + e) / 2 for s, e in mine])
+        away = _inside(_pairs(comm_by_thread.get(thread, [])), mids) | _inside(data_iv, mids)
+        compute += [span for span, out in zip(mine, away, strict=True) if not out]
+    return _OneFile(False, steps, compute, cpu_comm, [], data, collectives, starts)
+
+
+# --- the breakdown ---------------------------------------------------------------------------
+
+def _clip(intervals: np.ndarray, a: float, b: float) -> np.ndarray:
+    if intervals.shape[1] == 0:
+        return intervals
+    lo = np.searchsorted(intervals[1], a, side="right")
+    hi = np.searchsorted(intervals[0], b, side="left")
+    part = intervals[:, lo:hi].copy()
+    if part.shape[1]:
+        part[0, 0] = max(part[0, 0], a)
+        part[1, -1] = min(part[1, -1], b)
+    return part
+
+
+@dataclass
+class _Step:
+    parts: dict[str, float]
+    wait: float
+    #: The longest run of host time: (ms, what starts right after it).
+    longest_host: tuple[float, str | None]
+
+
+def _breakdown(trace: _Trace, a: float, b: float, wait: np.ndarray) -> _Step:
+    sets = {k: _clip(getattr(trace, k), a, b) for k in ("compute", "comm", "other", "data")}
+    sets["wait"] = _clip(wait, a, b)
+    points = np.unique(np.concatenate([[a, b], *(s.ravel() for s in sets.values())]))
+    lengths = np.diff(points)
+    mids = (points[:-1] + points[1:]) / 2
+    p, m, o, d, w = (_inside(sets[k], mids)
+                     for k in ("compute", "comm", "other", "data", "wait"))
+    labels = {"comm_hidden": m & p, "compute": p & ~m, "comm_exposed": m & ~p,
+              "other": o & ~m & ~p}
+    labels["data"] = d & ~m & ~p & ~o
+    labels["host"] = ~(m | p | o | d)
+    parts = {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS}
+    waited = float(lengths[w & labels["comm_exposed"]].sum()) / 1e3
+    return _Step(parts, waited, _longest(points, labels["host"], trace))
+
+
+def _longest(points: np.ndarray, host: np.ndarray, trace: _Trace) -> tuple[float, str | None]:
+    """The longest run of consecutive host segments, and the first event starting at its end."""
+    if not host.any():
+        return 0.0, None
+    edges = np.flatnonzero(np.diff(np.r_[0, host.astype(np.int8), 0]))
+    runs = edges.reshape(-1, 2)  # [first segment, one past the last]
+    lengths = points[runs[:, 1]] - points[runs[:, 0]]
+    best = int(np.argmax(lengths))
+    end = points[runs[best, 1]]
+    i = int(np.searchsorted(trace.starts, end - 1.0))  # an event starting within 1 µs
+    name = trace.names[i] if i < len(trace.names) and trace.starts[i] <= end + 1000 else None
+    return float(lengths[best]) / 1e3, name
+
+
+def _waits(traces: Mapping[int, _Trace], step: int
+           ) -> tuple[dict[int, np.ndarray], dict[int, dict[str, float]]]:
+    """Per rank, the intervals of step ``step`` spent waiting in collectives for a later rank,
+    and the µs waited per collective name. The k-th collective of a name in the step is the
+    same collective on every rank."""
+    keyed: dict[int, dict[tuple[str, int], tuple[float, float]]] = {}
+    for rank, trace in traces.items():
+        a, b = trace.steps[step]
+        counts: dict[str, int] = defaultdict(int)
+        mine = {}
+        for name, ts, dur in trace.collectives:
+            if a <= ts < b:
+                mine[(name, counts[name])] = (ts, dur)
+                counts[name] += 1
+        keyed[rank] = mine
+    common = set.intersection(*(set(k) for k in keyed.values())) if keyed else set()
+    spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    by_name: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for key in common:
+        shortest = min(keyed[r][key][1] for r in keyed)
+        for rank, mine in keyed.items():
+            ts, dur = mine[key]
+            if dur > shortest:
+                spans[rank].append((ts, ts + dur - shortest))
+                by_name[rank][key[0]] += dur - shortest
+    return ({r: _pairs(spans.get(r, [])) for r in traces},
+            {r: dict(v) for r, v in by_name.items()})
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def _round(value: float) -> float:
+    return round(value, 3)
+
+
+def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
+            min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False) -> dict[str, Any]:
+    """The diagnosis of ranks' traces: per rank and step, stragglers, findings. The steps are
+    those every rank profiled, less the last one unless ``last_step`` (as HTA drops it: the
+    trace is exported as it ends, and a collective of it may run into the export)."""
+    steps = sorted(set.intersection(*(set(t.steps) for t in traces.values())))
+    if len(steps) > 1 and not last_step:
+        steps = steps[:-1]
+    ranks: dict[int, dict[str, Any]] = {}
+    means: dict[int, dict[str, float]] = {}
+    waited_in: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    hosts: dict[int, list[tuple[float, str | None]]] = defaultdict(list)
+    rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for step in steps:
+        waits, names = _waits(traces, step)
+        for rank, trace in traces.items():
+            a, b = trace.steps[step]
+            done = _breakdown(trace, a, b, waits[rank])
+            row = {"step": step, "step_ms": (b - a) / 1e3,
+                   **{f"{k}_ms": v for k, v in done.parts.items()}, "comm_wait_ms": done.wait}
+            rows[rank].append(row)
+            hosts[rank].append(done.longest_host)
+            for name, us in names.get(rank, {}).items():
+                waited_in[rank][name] += us / 1e3
+    for rank, trace in sorted(traces.items()):
+        keys = ["step_ms", *(f"{k}_ms" for k in PARTS), "comm_wait_ms"]
+        means[rank] = {k: _mean([r[k] for r in rows[rank]]) for k in keys}
+        ranks[rank] = {
+            "sources": trace.sources, "device": "gpu" if trace.device else "cpu",
+            "steps": [{k: (_round(v) if isinstance(v, float) else v) for k, v in r.items()}
+                      for r in rows[rank]],
+            "mean": {k: _round(v) for k, v in means[rank].items()},
+        }
+    stragglers = _stragglers(means, hosts, waited_in, len(steps), min_excess_ms,
+                             min_excess_pct)
+    return {"steps": steps, "ranks": {str(r): v for r, v in ranks.items()},
+            "stragglers": stragglers, "findings": _findings(means, stragglers)}
+
+
+def _busy(mean: Mapping[str, float]) -> float:
+    return mean["step_ms"] - mean["comm_wait_ms"]
+
+
+def _own(mean: Mapping[str, float], part: str) -> float:
+    """A part of a rank's own time: exposed communication without its waiting."""
+    value = mean[f"{part}_ms"]
+    return value - mean["comm_wait_ms"] if part == "comm_exposed" else value
+
+
+def _stragglers(means: Mapping[int, Mapping[str, float]],
+                hosts: Mapping[int, list[tuple[float, str | None]]],
+                waited_in: Mapping[int, Mapping[str, float]], nsteps: int,
+                min_excess_ms: float, min_excess_pct: float) -> list[dict[str, Any]]:
+    """Ranks whose own time per step (the step less its waiting) exceeds the other ranks'
+    median by the thresholds; the part holding the excess; the ranks that wait for it."""
+    if len(means) < 2 or not nsteps:
+        return []
+    step = statistics.median(m["step_ms"] for m in means.values())
+    floor = max(min_excess_ms, min_excess_pct / 100 * step)
+    out = []
+    for rank, mine in means.items():
+        others = [m for r, m in means.items() if r != rank]
+        excess = _busy(mine) - statistics.median(_busy(m) for m in others)
+        if excess < floor:
+            continue
+        by_part = {p: _own(mine, p) - statistics.median(_own(m, p) for m in others)
+                   for p in PARTS}
+        part = max(by_part, key=by_part.__getitem__)
+        waiting = {r: m["comm_wait_ms"] for r, m in means.items()
+                   if r != rank and m["comm_wait_ms"] >= 0.5 * excess}
+        entry: dict[str, Any] = {
+            "rank": rank, "excess_ms_per_step": _round(excess), "category": part,
+            "by_category_ms": {p: _round(v) for p, v in by_part.items()},
+            "waiting_ranks": sorted(waiting),
+            "wait_ms_per_step": {str(r): _round(v) for r, v in sorted(waiting.items())},
+            "waited_in": sorted({n for r in waiting for n, ms in waited_in.get(r, {}).items()
+                                 if ms / nsteps >= 0.1 * excess}),
+        }
+        if part == "host":
+            gaps = [name for ms, name in hosts[rank] if ms >= 0.5 * by_part["host"]]
+            entry["host_gap_before"] = (statistics.mode(gaps) if gaps and None not in gaps
+                                        else None)
+        out.append(entry)
+    return sorted(out, key=lambda s: -s["excess_ms_per_step"])
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    words = [str(r) for r in ranks]
+    joined = ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
+    return ("rank " if len(words) == 1 else "ranks ") + joined
+
+
+def _findings(means: Mapping[int, Mapping[str, float]],
+              stragglers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Plain-language findings, the ms per step at stake first."""
+    out = []
+    for s in stragglers:
+        where = WORDS[s["category"]]
+        if s.get("host_gap_before"):
+            where += f", mostly just before {s['host_gap_before']}"
+        text = f"rank {s['rank']} is {s['excess_ms_per_step']:.1f} ms/step slower, in {where}"
+        if s["waiting_ranks"]:
+            verb = "waits" if len(s["waiting_ranks"]) == 1 else "wait"
+            text += f"; {_ranks_text(s['waiting_ranks'])} {verb} for it"
+            if s["waited_in"]:
+                text += " in " + ", ".join(s["waited_in"])
+        out.append({"ms_per_step": s["excess_ms_per_step"], "rank": s["rank"],
+                    "category": s["category"], "text": text})
+    if means:
+        step = _mean([m["step_ms"] for m in means.values()])
+        for part in ("host", "comm_exposed", "data", "other"):
+            values = [_own(m, part) for m in means.values()]
+            if step > 0 and min(values) >= FINDING_SHARE * step:
+                ms = _mean(values)
+                out.append({"ms_per_step": _round(ms), "rank": None, "category": part,
+                            "text": f"{WORDS[part]} takes {ms:.1f} ms/step on average, "
+                                    f"{100 * ms / step:.0f} % of the step, on every rank"})
+    return sorted(out, key=lambda f: -f["ms_per_step"])
+
+
+# --- trials ----------------------------------------------------------------------------------
+
+def _injected(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[str, dict[str, float]]:
+    """The benchmark's ``injected_ms`` per rank (mean per step), where its JSONL has them."""
+    out = {}
+    for rank, found in sorted(inputs.items()):
+        if found.jsonl is None:
+            continue
+        try:
+            lines = read_limited(found.jsonl).splitlines()
+        except (OSError, FileRefused) as exc:
+            warn(f"{found.jsonl}: skipped ({exception_line(exc)})")
+            continue
+        totals: dict[str, list[float]] = defaultdict(list)
+        for line in lines:
+            try:
+                value = msgspec.json.decode(line).get("injected_ms") if line.strip() else None
+            except (msgspec.DecodeError, AttributeError):
+                continue
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    if isinstance(v, int | float):
+                        totals[str(k)].append(float(v))
+        if totals:
+            out[str(rank)] = {k: _round(_mean(v)) for k, v in totals.items()}
+    return out
+
+
+def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
+                   hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
+                   min_excess_ms: float = MIN_EXCESS_MS, min_excess_pct: float = MIN_EXCESS_PCT,
+                   warn: Warn = warning_line) -> dict[str, Any] | None:
+    """The diagnosis of one trial folder, or ``None`` (after a warning) when no rank has a
+    Kineto trace with ``ProfilerStep#N`` ranges."""
+    trial = Path(trial)
+    if record is None:
+        try:
+            record = msgspec.to_builtins(load_record(trial / RECORD_NAME))
+        except (FileNotFoundError, BadRecord):
+            record = None
+    notes: list[str] = []
+
+    def note(line: str) -> None:
+        notes.append(line)
+        warn(line)
+
+    inputs = discover(trial, record, note, hook_timeout_s)
+    traces = {}
+    for rank, found in sorted(inputs.items()):
+        got = read_rank([t.source.path for t in found.traces], trial, note)
+        if got is not None:
+            traces[rank] = got
+    if not traces:
+        warn(f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose; profile the "
+             "run (collector=torchprof, or the benchmark's profiling.enabled=true)")
+        return None
+    missing = sorted(set(inputs) - set(traces))
+    if missing:
+        note(f"{_ranks_text(missing)} had no profiled steps; the diagnosis covers "
+             f"{_ranks_text(sorted(traces))}")
+    result = analyse(traces, min_excess_ms, min_excess_pct)
+    if not result["steps"]:
+        note("the ranks' traces share no ProfilerStep number; nothing to compare")
+    return {"schema_version": SCHEMA_VERSION, "trial": str(trial.resolve()),
+            "definitions": "docs/diagnose.md",
+            "thresholds": {"min_excess_ms": min_excess_ms, "min_excess_pct": min_excess_pct},
+            **result, "injected": _injected(inputs, note), "warnings": notes}
+
+
+def write_diagnosis(trial: Path, record: Mapping[str, Any] | None = None,
+                    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S, **thresholds: float
+                    ) -> tuple[Path, dict[str, Any]] | None:
+    """``<trial>/diagnosis.json`` and what it holds; ``None`` when there was nothing to read."""
+    result = diagnose_trial(trial, record, hook_timeout_s, **thresholds)
+    if result is None:
+        return None
+    path = Path(trial) / DIAGNOSIS_NAME
+    write_atomic(path, dump_json(result))
+    return path, result
+
+
+def diagnose_step(cell: Cell) -> Callable[[Path, Mapping[str, Any]], None] | None:
+    """The trial step that writes ``diagnosis.json`` when ``cell`` asks for it
+    (``diagnose=true``), for :func:`aorta_core.engine.trial.run_trial`'s ``after_run``."""
+    if not cell.diagnose:
+        return None
+
+    def step(trial_dir: Path, record: Mapping[str, Any]) -> None:
+        try:  # the trial's results matter more than its diagnosis
+            write_diagnosis(trial_dir, record, cell.hook_timeout_s)
+        except Exception as exc:
+            warning_line(f"no diagnosis for {trial_dir} ({exception_line(exc)})")
+    return step
