@@ -102,7 +102,9 @@ def render_lines(matrix: dict[str, Any], sections: Sequence[CollectorSection] = 
         yield "\nCells that could not run:\n\n"
         yield from (f"- {md_code(c['cell'])}: {md_text(c['error'])}\n" for c in errors)
     yield from _list_lines(cells)
-    for section in sections:
+    from aorta_core.engine.diagnosis_section import diagnosis_section  # trials' diagnosis.json
+
+    for section in (*diagnosis_section(matrix), *sections):
         yield from _section_lines(section)
 
 

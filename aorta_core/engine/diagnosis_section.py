@@ -1,0 +1,80 @@
+"""The sweep's "Diagnosis" section (perf.md, and report.html through the same object): one row
+per trial that has a ``diagnosis.json`` (``diagnose=true`` or ``aorta diagnose``).
+
+It reads the files :mod:`aorta_core.reports.diagnose` wrote, and nothing else, so that the
+engine's perf.md can show them without importing the reports layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from aorta_core.api.files import FileRefused, read_limited
+from aorta_core.engine.collector_sections import MAX_ROWS, CollectorSection
+from aorta_core.engine.progress import warning_line
+
+DIAGNOSIS_NAME = "diagnosis.json"
+COLUMNS = ["cell", "trial", "ranks", "step ms", "compute ms", "comm exposed ms",
+           "of which wait ms", "host ms", "data ms", "straggler"]
+#: Findings quoted below the paragraph, over all trials (each trial's first ones).
+MAX_FINDINGS = 30
+
+
+def _median(values: list[float]) -> float | None:
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _row(cell: str, trial: str, found: Mapping[str, Any]) -> list[Any]:
+    means = [r.get("mean", {}) for r in (found.get("ranks") or {}).values()]
+
+    def part(key: str) -> float | None:
+        value = _median([m[key] for m in means if isinstance(m.get(key), int | float)])
+        return round(value, 2) if value is not None else None
+
+    stragglers = found.get("stragglers") or []
+    straggler = ", ".join(f"rank {s['rank']}: +{s['excess_ms_per_step']:.1f} ms/step "
+                          f"({s['category']})" for s in stragglers) or "none"
+    return [cell, trial, len(means), part("step_ms"), part("compute_ms"),
+            part("comm_exposed_ms"), part("comm_wait_ms"), part("host_ms"), part("data_ms"),
+            straggler]
+
+
+def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
+    """The section (a list of zero or one), for perf.md and report.html; empty when no trial of
+    the sweep has a diagnosis."""
+    output = Path(str(matrix.get("output", ".")))
+    rows: list[list[Any]] = []
+    findings: list[str] = []
+    for cell in matrix.get("cells", ()):
+        folder = output / str(cell.get("dir", ""))
+        if not cell.get("dir") or not folder.is_dir():
+            continue
+        for path in sorted(folder.glob(f"trial_*/{DIAGNOSIS_NAME}")):
+            try:
+                found = msgspec.json.decode(read_limited(path, output))
+                rows.append(_row(str(cell["cell"]), path.parent.name, found))
+                findings += [f"{cell['cell']} {path.parent.name}: {f['text']}"
+                             for f in (found.get("findings") or [])[:3]]
+            except (OSError, FileRefused, msgspec.DecodeError, KeyError, TypeError,
+                    AttributeError) as exc:
+                warning_line(f"{path}: left out of the diagnosis section ({exc})")
+    if not rows:
+        return []
+    return [CollectorSection(
+        collector="aorta diagnose", title="Diagnosis",
+        paragraphs=["Each trial's diagnosis.json (docs/diagnose.md): the parts of a profiled "
+                    "step in ms, the median over ranks of each rank's mean over its steps; "
+                    "compute, communication hidden and exposed, host time with the device idle, "
+                    "data and other device work sum to the step. A straggler's own time per "
+                    "step exceeds the other ranks' median. Findings, each trial's first three "
+                    "ranked by ms per step at stake:",
+                    *(findings[:MAX_FINDINGS] or ["none"])],
+        columns=COLUMNS, rows=rows[:MAX_ROWS], more_rows=max(0, len(rows) - MAX_ROWS))]
