@@ -24,7 +24,7 @@ from aorta_core.benchmark.config import InjectConfig
 #: The collectives a delayed collective waits before (whichever this torch has).
 DELAYED = ("all_reduce", "reduce_scatter_tensor", "reduce_scatter_single", "reduce_scatter")
 #: Side of the square matrices of the compute injection.
-MATMUL_N = {"cpu": 128, "cuda": 2048}
+MATMUL_N = {"cpu": 256, "cuda": 2048}
 _CALIBRATION_MATMULS = 20
 
 
