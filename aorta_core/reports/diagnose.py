@@ -441,8 +441,10 @@ def _findings(means: Mapping[int, Mapping[str, float]],
 
 # --- trials ----------------------------------------------------------------------------------
 
-def _injected(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[str, dict[str, float]]:
-    """The benchmark's ``injected_ms`` per rank (mean per step), where its JSONL has them."""
+def _injected(inputs: Mapping[int, RankInputs], steps: list[int], warn: Warn
+              ) -> dict[str, dict[str, float]]:
+    """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
+    diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
     out = {}
     for rank, found in sorted(inputs.items()):
         if found.jsonl is None:
@@ -453,15 +455,20 @@ def _injected(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[str, dict[st
             warn(f"{found.jsonl}: skipped ({exception_line(exc)})")
             continue
         totals: dict[str, list[float]] = defaultdict(list)
+        diagnosed: dict[str, list[float]] = defaultdict(list)
         for line in lines:
             try:
-                value = msgspec.json.decode(line).get("injected_ms") if line.strip() else None
+                row = msgspec.json.decode(line) if line.strip() else None
+                value = row.get("injected_ms") if row else None
             except (msgspec.DecodeError, AttributeError):
                 continue
             if isinstance(value, dict):
                 for k, v in value.items():
                     if isinstance(v, int | float):
                         totals[str(k)].append(float(v))
+                        if row.get("global_step") in steps:
+                            diagnosed[str(k)].append(float(v))
+        totals = diagnosed or totals
         if totals:
             out[str(rank)] = {k: _round(_mean(v)) for k, v in totals.items()}
     return out
@@ -505,7 +512,7 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
     return {"schema_version": SCHEMA_VERSION, "trial": str(trial.resolve()),
             "definitions": "docs/diagnose.md",
             "thresholds": {"min_excess_ms": min_excess_ms, "min_excess_pct": min_excess_pct},
-            **result, "injected": _injected(inputs, note), "warnings": notes}
+            **result, "injected": _injected(inputs, result["steps"], note), "warnings": notes}
 
 
 def write_diagnosis(trial: Path, record: Mapping[str, Any] | None = None,
