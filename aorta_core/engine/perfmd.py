@@ -141,21 +141,27 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
     yield from map(line, rows)
 
 
+def list_metrics(cells: list[dict[str, Any]]) -> list[tuple[str, list[tuple[str, list]]]]:
+    """Every list among the cells' metrics (``metrics_text``), chosen by shape, not by name:
+    (metric, [(cell, its list)]) by metric name; a cell without that list is left out."""
+    names = sorted({m for c in cells for m, v in (c.get("metrics_text") or {}).items()
+                    if isinstance(v, list)})
+    return [(m, [(c["cell"], c["metrics_text"][m]) for c in cells
+                 if isinstance((c.get("metrics_text") or {}).get(m), list)]) for m in names]
+
+
 def _list_lines(cells: list[dict[str, Any]]) -> Iterator[str]:
     """Every list among the cells' metrics (``<c>_top_kernels``, ``<c>_top_cpu_ops``, any
     collector's or workload's: chosen by shape, not by name), one table each, ranks against
     cells; a cell without that list is left out of its table."""
-    lists = sorted({m for c in cells for m, v in (c.get("metrics_text") or {}).items()
-                    if isinstance(v, list)})
+    lists = list_metrics(cells)
     if not lists:
         return
     yield ("\n## Top kernels and operators\n\nEach list the cells' metrics hold, in the order "
            "the collector or workload gave it (top lists: hottest first), from each cell's first "
            "passing trial (`metrics_text` in matrix.json).\n")
     cut = False
-    for metric in lists:
-        having = [(c["cell"], c["metrics_text"][metric]) for c in cells
-                  if isinstance((c.get("metrics_text") or {}).get(metric), list)]
+    for metric, having in lists:
         ranks = max(len(v) for _, v in having)
         texts = [[str(v) for v in items] + [""] * (ranks - len(items)) for _, items in having]
         cut = cut or any(len(t) > MAX_NAME for row in texts for t in row)

@@ -22,6 +22,35 @@ th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:
 th{background:#f4f4f4;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{overflow-x:auto;max-width:100%}.note{color:#555;font-size:.9rem}
 .bad{color:#b00}.good{color:#070}.figure{margin:1rem 0}
+table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e8e8e8}
+th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
+#headline{background:#f7f9fc;border:1px solid #dde3ee;padding:.25rem 1rem 1rem;margin:1rem 0}
+#headline h2{margin-top:.75rem}.fold{font-size:.9rem;margin:.25rem 0}
+"""
+
+#: Sorts a ``table.sortable`` by the clicked column: numbers (``data-v``) by value, the rest as
+#: text, cells without a value last; a second click reverses. No attribute handlers: the page
+#: carries no ``on*`` attribute.
+_SORT_JS = """
+document.querySelectorAll('table.sortable').forEach(function(t){
+ t.querySelectorAll('thead th').forEach(function(th,i){
+  th.title=(th.title?th.title+' \u2014 ':'')+'click to sort';
+  th.addEventListener('click',function(){
+   var asc=th.dataset.dir!=='asc',body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+   t.querySelectorAll('thead th').forEach(function(h){delete h.dataset.dir;});
+   th.dataset.dir=asc?'asc':'desc';
+   function key(r){var c=r.cells[i];if(!c)return null;
+    if(c.dataset.v!==undefined)return parseFloat(c.dataset.v);
+    var s=c.textContent.trim();return s&&s!=='not measured'?s:null;}
+   rows.sort(function(x,y){var a=key(x),b=key(y);
+    if(a===null||b===null)return (a===null)-(b===null);
+    if(typeof a==='number'&&typeof b==='number')return asc?a-b:b-a;
+    if(typeof a==='number')return -1;if(typeof b==='number')return 1;
+    return asc?a.localeCompare(b):b.localeCompare(a);});
+   rows.forEach(function(r){body.appendChild(r);});
+  });
+ });
+});
 """
 
 
@@ -31,6 +60,18 @@ _PLAIN_ID = re.compile(r"(?!.*--)[A-Za-z][A-Za-z0-9_.-]{0,79}")
 
 class Markup(str):
     """Text that is already HTML: tables and paragraphs insert it without escaping."""
+
+
+class Keyed(str):
+    """Text shown in a table cell that a sortable table sorts by ``key`` (a number; ``None``:
+    no value, sorted last)."""
+
+    key: float | None
+
+    def __new__(cls, text: str, key: float | None) -> Keyed:
+        obj = super().__new__(cls, text)
+        obj.key = key
+        return obj
 
 
 def inside(path: str) -> bool:
@@ -91,8 +132,17 @@ def fmt(value: Any) -> str:
 def _cell(value: Any) -> str:
     if isinstance(value, Markup):
         return f"<td>{value}</td>"
+    if isinstance(value, Keyed):
+        key = "" if value.key is None or not math.isfinite(value.key) else \
+            f' data-v="{value.key!r}"'
+        return f"<td class=num{key}>{html.escape(value)}</td>"
     numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return f"<td{' class=num' if numeric else ''}>{html.escape(fmt(value))}</td>"
+    key = f' data-v="{float(value)!r}"' if numeric and math.isfinite(value) else ""
+    return f"<td{' class=num' if numeric else ''}{key}>{html.escape(fmt(value))}</td>"
+
+
+def _head(column: str) -> str:
+    return f"<th>{column if isinstance(column, Markup) else html.escape(column)}</th>"
 
 
 class Page:
@@ -102,6 +152,7 @@ class Page:
         self.title = title
         self.parts: list[str] = []
         self.figures: dict[str, Figure] = {}
+        self.sortable = False
 
     def heading(self, text: str, level: int = 2) -> None:
         self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -114,11 +165,25 @@ class Page:
         self.parts.append("<ul>" + "".join(
             f"<li>{i if isinstance(i, Markup) else html.escape(i)}</li>" for i in items) + "</ul>")
 
-    def table(self, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    def begin(self, name: str) -> None:
+        """Open a ``<section>`` whose id is :func:`element_id` of ``name``; :meth:`end` closes
+        it."""
+        self.parts.append(f"<section id={element_id(name)}>")
+
+    def end(self) -> None:
+        self.parts.append("</section>")
+
+    def table(self, columns: Sequence[str], rows: Iterable[Sequence[Any]], *,
+              sortable: bool = False, css: str = "") -> None:
+        """A table; ``sortable``: clicking a header sorts by that column (inline script, added
+        once per page); ``css``: more classes (plain words)."""
+        classes = " ".join(c for c in (css, "sortable" if sortable else "") if c)
+        self.sortable = self.sortable or sortable
+        head = "".join(map(_head, columns))
         body = "".join(f"<tr>{''.join(_cell(v) for v in row)}</tr>" for row in rows)
+        attr = f" class='{html.escape(classes, quote=True)}'" if classes else ""
         self.parts.append(
-            f"<div class=scroll><table><thead><tr>{head}</tr></thead>"
+            f"<div class=scroll><table{attr}><thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
 
     def frame(self, df: Any) -> None:
@@ -146,10 +211,12 @@ class Page:
                 first = False
             else:
                 out.append(part)
+        script = f"<script>{_SORT_JS}</script>" if self.sortable else ""
         return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
                 f"<meta name=viewport content='width=device-width, initial-scale=1'>"
                 f"<title>{html.escape(self.title)}</title><style>{_CSS}</style></head>"
-                f"<body><h1>{html.escape(self.title)}</h1>{''.join(out)}</body></html>")
+                f"<body><h1>{html.escape(self.title)}</h1>{''.join(out)}{script}"
+                f"</body></html>")
 
     def write(self, path: Path, png_dir: Path | None, asked: bool = False) -> str | None:
         """Write the page atomically; then the PNGs when ``png_dir`` is given (the line to show,

@@ -63,12 +63,29 @@ def _mean_var(xs: Sequence[float]) -> tuple[float, float]:
 
 def welch_pure(a: Sequence[float], b: Sequence[float]) -> float:
     (ma, va), (mb, vb) = _mean_var(a), _mean_var(b)
-    sa, sb = va / len(a), vb / len(b)
+    return _welch_stats(ma, va, len(a), mb, vb, len(b))
+
+
+def _welch_stats(ma: float, va: float, na: int, mb: float, vb: float, nb: int) -> float:
+    """The test from each side's mean, sample variance and count (pure Python)."""
+    sa, sb = va / na, vb / nb
     if sa + sb == 0.0:
         return 1.0 if ma == mb else 0.0
     t = (ma - mb) / math.sqrt(sa + sb)
-    df = (sa + sb) ** 2 / (sa**2 / (len(a) - 1) + sb**2 / (len(b) - 1))
+    df = (sa + sb) ** 2 / (sa**2 / (na - 1) + sb**2 / (nb - 1))
     return t_two_sided(t, df)
+
+
+def welch_p_stats(a: tuple[float, float, int], b: tuple[float, float, int]) -> float | None:
+    """:func:`welch_p` from each side's (mean, sample std, n), as matrix.json's
+    ``metrics_summary`` keeps them (the same number as from the values); ``None`` when a side
+    has fewer than 2 values or a number is missing or overflows."""
+    if any(v is None for v in (*a, *b)) or a[2] < 2 or b[2] < 2:
+        return None
+    try:
+        return _welch_stats(a[0], a[1] ** 2, a[2], b[0], b[1] ** 2, b[2])
+    except (OverflowError, ZeroDivisionError, ValueError):
+        return None
 
 
 def welch_p(a: Sequence[float], b: Sequence[float]) -> float | None:

@@ -1,5 +1,6 @@
-"""The sweep's ``report.html``: agreement (``sweep=agree``), cells, trial spread, top kernels per
-collector, trial links.
+"""The sweep's ``report.html``: the headline (the answer first), agreement (``sweep=agree``), the
+sortable cell table, metrics by group, trial spread by the sweep's axes, top kernels and
+operators, GPU time per collector, trial links.
 
 Written after every sweep (the core's end-of-sweep callback calls :func:`write_sweep_report`) and
 by ``aorta report sweep <output>``. It reads what the matrix step wrote (``matrix.json``,
@@ -17,31 +18,22 @@ import msgspec
 
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.collector_sections import collector_sections
-from aorta_core.engine.matrix import WALL
-from aorta_core.engine.matrix_summary import table_fits
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.agreement_section import agreement_section
+from aorta_core.reports.cell_tables import cells_section, kinds, metrics_section
 from aorta_core.reports.figures import figure, pngs_asked, pngs_wanted
-from aorta_core.reports.html import Markup, Page, fmt, inside, link
-from aorta_core.reports.matrix_files import load_matrix, passing_values
+from aorta_core.reports.headline import headline_section
+from aorta_core.reports.html import Markup, Page, inside, link
+from aorta_core.reports.lists_section import lists_section
+from aorta_core.reports.matrix_files import load_matrix
+from aorta_core.reports.spread import spread_section
 from aorta_core.reports.timeline import TIMELINE_NAME
 
 REPORT_NAME = "report.html"
 PNG_FOLDER = "report_png"
-MAX_SPREAD_FIGURES = 30
 MAX_TRIAL_ROWS = 2000
-
-
-def _stat(summary: dict[str, Any] | None) -> str:
-    """``median ± std (n)`` of a metrics_summary entry."""
-    if not isinstance(summary, dict) or summary.get("median") is None:
-        return "—"
-    text = fmt(summary["median"])
-    if summary.get("std") is not None:
-        text += f" ± {fmt(summary['std'])}"
-    return f"{text} (n={summary.get('n', '?')})"
 
 
 def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
@@ -59,52 +51,6 @@ def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.bullets(errors)
 
 
-def _cells(page: Page, matrix: dict[str, Any]) -> None:
-    cells = matrix["cells"]
-    axes = [a for a in matrix.get("axes") or [] if isinstance(a, str)]
-    names = {m for c in cells for m in (c.get("metrics_summary") or {})}
-    page.heading("Cells (median ± sample std over passing trials)")
-    entries = sum(len(c.get("metrics_summary") or {}) for c in cells)
-    metrics = sorted(names) if table_fits(len(cells), len(names), entries) else []
-    if names and not metrics:
-        page.paragraph(f"Numeric metrics: {entries} statistics of {len(names)} names over "
-                       f"{len(cells)} cells, too many names for a column each; see "
-                       "metrics_summary in matrix.json and matrix.parquet.", "note")
-    rows = []
-    for c in cells:
-        t = c.get("trials") or {}
-        rows.append([link(c["cell"], c.get("dir") or f"cells/{c['cell']}"),
-                     *((c.get("axes") or {}).get(a) for a in axes),
-                     t.get("pass"), t.get("fail"), t.get("error"), _stat(c.get(WALL)),
-                     *(_stat((c.get("metrics_summary") or {}).get(m)) for m in metrics)])
-    page.table(["cell", *axes, "pass", "fail", "error", WALL, *metrics], rows)
-
-
-def _spread(page: Page, output: Path, matrix: dict[str, Any]) -> None:
-    import polars as pl
-
-    page.heading("Trial spread per metric (passing trials)")
-    long = passing_values(output)  # from its bytes: polars reads a path as a glob ('runs[1]')
-    order = [c["cell"] for c in matrix["cells"]]
-    metrics = long["metric"].unique().sort().to_list()
-    metrics = [WALL, *(m for m in metrics if m != WALL)] if WALL in metrics else metrics
-    if not metrics:
-        page.paragraph("No passing trial reported a number.", "note")
-    for metric in metrics[:MAX_SPREAD_FIGURES]:
-        sub = long.filter(pl.col("metric") == metric)
-        data = [{"type": "box", "name": cell, "boxpoints": "all", "jitter": 0.3,
-                 "pointpos": 0, "y": part["value"].to_list()}
-                for cell in order if (part := sub.filter(pl.col("cell") == cell)).height]
-        page.figure(f"spread_{metric}",
-                    figure(data, metric, "cell", metric, showlegend=False))
-    if len(metrics) > MAX_SPREAD_FIGURES:
-        more = metrics[MAX_SPREAD_FIGURES:]
-        named = ", ".join(more[:MAX_SPREAD_FIGURES]) + (", …" if len(more) > MAX_SPREAD_FIGURES
-                                                         else "")
-        page.paragraph(f"{len(more)} more metric(s) not plotted: {named}; matrix.parquet has "
-                       "them.", "note")
-
-
 def _collectors(matrix: dict[str, Any]) -> list[str]:
     names = set()
     for c in matrix["cells"]:
@@ -116,10 +62,12 @@ def _collectors(matrix: dict[str, Any]) -> list[str]:
 
 
 def _kernels(page: Page, matrix: dict[str, Any]) -> None:
+    """Per collector: GPU time, hottest kernel and kernel count per cell, and a bar of the
+    hottest kernel against the rest (the names are in "Top kernels and operators")."""
     collectors = _collectors(matrix)
     if not collectors:
         return
-    page.heading("Top kernels per collector (median of passing trials; names of the first)")
+    page.heading("GPU time per collector (median of passing trials)")
     for name in collectors:
         rows, cells, top, rest, hottest = [], [], [], [], []
         for c in matrix["cells"]:
@@ -130,15 +78,14 @@ def _kernels(page: Page, matrix: dict[str, Any]) -> None:
             kernels = _names(text.get(f"{name}_top_kernels"))
             if gpu is None and hot is None and not kernels:
                 continue
-            listing = "".join(f"<li>{html.escape(k)}</li>" for k in kernels)
-            rows.append([c["cell"], gpu, hot, count, Markup(f"<ol>{listing}</ol>")
-                         if kernels else "—"])
+            rows.append([c["cell"], gpu, hot, count, kernels[0] if kernels else "—"])
             cells.append(c["cell"])
             top.append(hot)
             rest.append(gpu - hot if gpu is not None and hot is not None else None)
             hottest.append(kernels[0] if kernels else "")
         page.heading(name, 3)
-        page.table(["cell", "GPU time ms", "top kernel ms", "kernel count", "top kernels"], rows)
+        page.table(["cell", "GPU time (ms)", "hottest kernel (ms)", "kernel count",
+                    "hottest kernel"], rows, sortable=True)
         if any(v is not None for v in top):
             page.figure(f"kernels_{name}", figure(
                 [{"type": "bar", "name": "top kernel", "x": cells, "y": top,
@@ -229,9 +176,14 @@ def _contributed(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             page.paragraph(f"{section.more_rows} more row(s) not shown.", "note")
 
 
-_SECTIONS = (("agreement", _agreement), ("cells", _cells), ("trial spread", _spread),
-             ("top kernels", _kernels), ("collectors' own", _contributed), ("trials", _trials),
+_SECTIONS = (("headline", headline_section), ("agreement", _agreement),
+             ("cells", cells_section), ("metrics", metrics_section),
+             ("trial spread", spread_section), ("top kernels and operators", lists_section),
+             ("GPU time", _kernels), ("collectors' own", _contributed), ("trials", _trials),
              ("environments", _environments))
+#: The sections that read files in the output, and those that need the metrics' kinds.
+_READ_OUTPUT = (headline_section, _agreement, spread_section, _trials, _contributed)
+_KINDS = (metrics_section, spread_section)
 
 
 def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
@@ -244,12 +196,19 @@ def _build_page(output: Path, matrix: dict[str, Any] | None) -> Page:
                        f"`aorta report sweep {output}`.", "bad")
         return page
     _header(page, output, matrix)
+    try:
+        found = kinds(matrix)
+    except Exception as exc:
+        found = None
+        page.paragraph(f"The metrics could not be sorted ({exception_line(exc, 200)}).", "bad")
     for title, section in _SECTIONS:
         try:
-            if section in (_agreement, _spread, _trials, _contributed):
-                section(page, output, matrix)
-            else:
-                section(page, matrix)
+            args = (page, output, matrix) if section in _READ_OUTPUT else (page, matrix)
+            if section in _KINDS:
+                if found is None:
+                    continue
+                args = (*args, found)
+            section(*args)
         except Exception as exc:
             page.paragraph(f"The {title} section could not be built ("
                            f"{exception_line(exc, 200)}).", "bad")

@@ -11,6 +11,7 @@ from urllib.parse import unquote
 
 from reports.report_helpers import aorta
 
+from aorta_core.reports.cell_tables import kinds
 from aorta_core.reports.figures import find_browser
 from aorta_core.reports.sweep import write_sweep_report
 
@@ -26,9 +27,13 @@ def test_report_of_a_real_proton_sweep(proton_sweep):
     matrix = json.loads((out / "matrix.json").read_text())
     cell = matrix["cells"][0]
     top = cell["metrics_text"]["proton_top_kernels"]
-    assert top[0] in page and "<ol>" in page  # the per-collector kernel table
-    for metric in cell["metrics_summary"]:
+    assert top[0] in page  # the generic list section and the per-collector GPU time table
+    assert "<h3>proton top kernels (proton_top_kernels)</h3>" in page
+    found = kinds(matrix)
+    for metric in found.varying:  # a figure each; a constant one is in the folded line
         assert f'id="spread_{metric}"' in page
+    assert found.varying and set(found.constant) | set(found.varying) >= set(
+        cell["metrics_summary"])
     assert 'id="spread_wall_time_s"' in page and 'id="kernels_proton"' in page
     links = _links(page)
     for trial in range(2):

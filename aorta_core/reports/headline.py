@@ -1,0 +1,282 @@
+"""The headline of report.html: the few metrics that answer the sweep's question, each cell
+against the sweep's baseline cell, with the difference and whether it is significant.
+
+Which metrics: a declared rule (:data:`HEADLINE_RULE`), never one run's names. Each entry is a
+list of name patterns tried in order; for each source (the metric's prefix: ``workload``, a
+collector's name) the first pattern that matches any of its metrics gives that source's shortest
+matching name (``workload_tflops`` before ``workload_compute_tflops``). A sweep none of whose
+metrics match shows the wall time. The collector contract (``aorta_core.api``) declares no
+headline metric, so collectors' metrics are chosen by the same patterns (``*_gpu_time_ms``,
+``*_top_kernel_ms``); the first entry of their lists (``*_top_kernels``, ``*_top_cpu_ops``) is
+shown as the hottest. A ``sweep=agree`` leads with its verdicts (``agreement.json``).
+
+The baseline: the bare cell of a ``sweep=agree`` (the recipe compares every collector with it),
+else the sweep's first cell in matrix.json. Differences are of medians; significance is Welch's
+two-sided test at :data:`ALPHA` from each cell's mean, std and n (matrix.json), as ``aorta
+compare`` tests.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aorta_core.engine.matrix import WALL
+from aorta_core.engine.perfmd import NOT_MEASURED
+from aorta_core.engine.progress import short_names
+from aorta_core.engine.records import read_json
+from aorta_core.reports.agreement import AGREEMENT_NAME
+from aorta_core.reports.compare import higher_is_better
+from aorta_core.reports.html import Markup, Page, fmt
+from aorta_core.reports.metric_names import shown_name
+from aorta_core.reports.significance import welch_p_stats
+
+#: (what it answers, name patterns tried in order). Order is the headline's order.
+HEADLINE_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("throughput", ("*tokens_per_s", "*samples_per_s", "*_per_s")),
+    ("FLOP rate", ("*_tflops", "*_gflops")),
+    ("step time", ("*step_time_ms", "*step_ms", "*_ms_per_step")),
+    ("compute fraction", ("*compute_fraction",)),
+    ("overlap", ("*overlap_ratio",)),
+    ("GPU time", ("*_gpu_time_ms",)),
+    ("hottest kernel time", ("*_top_kernel_ms",)),
+    ("CPU operator time", ("*_cpu_op_ms",)),
+)
+#: Lists whose first entry (the hottest) the headline names per cell.
+HEADLINE_LISTS = ("*_top_kernels", "*_top_cpu_ops")
+MAX_METRICS = 10
+ALPHA = 0.05
+#: Characters of a listed name shown in the headline (C++ kernel names run to thousands).
+MAX_NAME = 80
+
+
+@dataclass(frozen=True)
+class Baseline:
+    cell: str
+    why: str
+
+
+def summaries(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's ``metrics_summary`` with its wall time, ``{}`` where matrix.json lists them
+    (too many sparse names for a column each)."""
+    summary = cell.get("metrics_summary")
+    summary = summary if isinstance(summary, dict) else {}
+    wall = cell.get(WALL)
+    return {WALL: wall, **summary} if isinstance(wall, dict) else dict(summary)
+
+
+def _median(stats: Any) -> float | None:
+    return stats.get("median") if isinstance(stats, dict) else None
+
+
+def baseline(matrix: dict[str, Any]) -> Baseline | None:
+    cells = matrix["cells"]
+    if not cells:
+        return None
+    bare = [c["cell"] for c in cells
+            if isinstance(c.get("agree"), dict) and c["agree"].get("collector") is None]
+    if bare:
+        return Baseline(bare[0], "the bare cell: sweep=agree compares every collector with it")
+    return Baseline(cells[0]["cell"], "the sweep's first cell in matrix.json")
+
+
+def _source(metric: str) -> str:
+    return metric.partition("_")[0]
+
+
+def headline_metrics(matrix: dict[str, Any]) -> list[str]:
+    """The metrics :data:`HEADLINE_RULE` picks from the cells' numeric metrics that have a
+    value; with more than one cell, only those measured in two cells or more (one to compare
+    with); at most :data:`MAX_METRICS`."""
+    cells = matrix["cells"]
+    counts: dict[str, int] = {}
+    for cell in cells:
+        for metric, stats in summaries(cell).items():
+            if metric != WALL and _median(stats) is not None:
+                counts[metric] = counts.get(metric, 0) + 1
+    names = sorted(m for m, n in counts.items() if len(cells) < 2 or n >= 2)
+    chosen: list[str] = []
+    for _, patterns in HEADLINE_RULE:
+        for source in sorted({_source(m) for m in names}):
+            own = [m for m in names if _source(m) == source and m not in chosen]
+            for pattern in patterns:
+                if matches := [m for m in own if fnmatch.fnmatchcase(m, pattern)]:
+                    chosen.append(min(matches, key=lambda m: (len(m), m)))
+                    break
+    return chosen[:MAX_METRICS] or [WALL]
+
+
+def headline_lists(matrix: dict[str, Any]) -> list[str]:
+    """The list-valued metrics (:data:`HEADLINE_LISTS`) any cell holds."""
+    names = {m for c in matrix["cells"] for m, v in (c.get("metrics_text") or {}).items()
+             if isinstance(v, list) and v}
+    return sorted(m for m in names if any(fnmatch.fnmatchcase(m, p) for p in HEADLINE_LISTS))
+
+
+@dataclass(frozen=True)
+class Row:
+    """One cell's value of one headline metric against the baseline's."""
+
+    metric: str
+    cell: str
+    median: float | None
+    std: float | None
+    n: int | None
+    delta: float | None = None
+    delta_pct: float | None = None
+    p_value: float | None = None
+    better: bool | None = None  # None: no difference to judge
+
+    @property
+    def significance(self) -> str:
+        if self.delta is None:
+            return ""
+        if self.p_value is None:
+            return "not tested (fewer than 2 trials)"
+        word = "significant" if self.p_value < ALPHA else "not significant"
+        return f"{word} (p = {self.p_value:.2g})"
+
+
+def _stats(stats: Any) -> tuple[float, float, int] | None:
+    if not isinstance(stats, dict):
+        return None
+    return stats.get("mean"), stats.get("std"), stats.get("n") or 0
+
+
+def compared(matrix: dict[str, Any], base: Baseline) -> list[dict[str, Any]]:
+    """The cells the headline shows: the baseline and every cell with a passing trial (one that
+    could not run or failed every trial is named, not shown as rows of 'not measured')."""
+    return [c for c in matrix["cells"]
+            if c["cell"] == base.cell or (c.get("trials") or {}).get("pass")]
+
+
+def rows(matrix: dict[str, Any], base: Baseline, metrics: Sequence[str]) -> list[Row]:
+    by_name = {c["cell"]: summaries(c) for c in compared(matrix, base)}
+    reference = by_name.get(base.cell, {})
+    out = []
+    for metric in metrics:
+        ref = reference.get(metric)
+        ref_median = _median(ref)
+        for cell, summary in by_name.items():
+            stats = summary.get(metric)
+            median = _median(stats)
+            row = Row(metric, cell, median, (stats or {}).get("std"), (stats or {}).get("n"))
+            if cell != base.cell and median is not None and ref_median is not None:
+                delta = median - ref_median
+                p = welch_p_stats(_stats(stats), _stats(ref))
+                good = delta > 0 if higher_is_better(metric) else delta < 0
+                row = Row(metric, cell, median, row.std, row.n, delta,
+                          delta / abs(ref_median) * 100 if ref_median else None, p,
+                          None if delta == 0 else good)
+            out.append(row)
+    return out
+
+
+def _value(row: Row) -> str:
+    if row.median is None:
+        return NOT_MEASURED
+    text = fmt(row.median)
+    if row.n and row.n > 1 and row.std is not None:
+        text += f" ± {fmt(row.std)}"
+    return f"{text} (n={row.n})"
+
+
+def _signed(value: float | None, suffix: str = "") -> str:
+    if value is None:
+        return ""
+    return f"{'+' if value > 0 else ''}{fmt(value)}{suffix}"
+
+
+def _verdicts(output: Path) -> list[tuple[str, str, str]]:
+    """(what, status, verdict) of agreement.json: each metric's, then each overhead's."""
+    data = read_json(output / AGREEMENT_NAME)
+    out = []
+    for metric, entry in (data.get("metrics") or {}).items():
+        if isinstance(entry, dict):
+            out.append((metric, str(entry.get("status") or ""), str(entry.get("verdict") or "")))
+    for name, entry in (data.get("overhead") or {}).items():
+        if isinstance(entry, dict):
+            out.append((f"{name} overhead", "agree" if entry.get("significant") is False else
+                        "", str(entry.get("verdict") or "")))
+    return out
+
+
+def _cell_name(cell: str, short: str, base: bool) -> Markup:
+    """A cell's name as it fits (shortened to what tells the cells apart), whole on hover."""
+    title = f" title='{html.escape(cell, quote=True)}'" if short != cell else ""
+    return Markup(f"<span{title}>{html.escape(short)}</span>{' (baseline)' if base else ''}")
+
+
+def _status_css(status: str) -> str:
+    return {"agree": "good", "disagree": "bad"}.get(status, "")
+
+
+def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    """The headline: baseline, agree verdicts (``sweep=agree``), then the table of the
+    headline metrics, every cell against the baseline, and the hottest entry of each list."""
+    page.begin("headline")
+    page.heading("Headline")
+    base = baseline(matrix)
+    if base is None:
+        page.paragraph("The sweep has no cell.", "note")
+        page.end()
+        return
+    cells = [c["cell"] for c in matrix["cells"]]
+    shown = dict(zip(cells, short_names(cells, 32), strict=True))
+    if len(cells) > 1:
+        page.paragraph(Markup(
+            f"Baseline: <strong>{html.escape(base.cell)}</strong> ({html.escape(base.why)}). "
+            f"Each other cell's difference is its median minus the baseline's; significant: "
+            f"Welch's two-sided test at p &lt; {ALPHA}. Green is better, red worse."))
+    else:
+        page.paragraph("One cell: nothing to compare it with.", "note")
+    shown_cells = {c["cell"] for c in compared(matrix, base)}
+    if left := [c for c in cells if c not in shown_cells]:
+        page.paragraph(f"Not in the headline (no passing trial): {', '.join(left)}.", "note")
+    if any(isinstance(c.get("agree"), dict) for c in matrix["cells"]):
+        if (output / AGREEMENT_NAME).is_file():
+            verdicts = _verdicts(output)
+            page.heading("Do the profilers agree?", 3)
+            page.table(["what", "verdict"], [
+                [what, Markup(f"<span class={_status_css(status)}>{html.escape(text)}</span>"
+                              if _status_css(status) else html.escape(text))]
+                for what, status, text in verdicts])
+        else:
+            page.paragraph(f"No {AGREEMENT_NAME} yet: run aorta agree {output}.", "note")
+    metrics = headline_metrics(matrix)
+    table = []
+    for row in rows(matrix, base, metrics):
+        css = "" if row.better is None or (row.p_value is not None and row.p_value >= ALPHA) \
+            else ("good" if row.better else "bad")
+        delta = _signed(row.delta)
+        pct = _signed(row.delta_pct, " %")
+        table.append([
+            Markup(f"<span title='{html.escape(row.metric, quote=True)}'>"
+                   f"{html.escape(shown_name(row.metric))}</span>"),
+            _cell_name(row.cell, shown[row.cell], row.cell == base.cell),
+            _value(row),
+            Markup(f"<span class={css}>{html.escape(delta)}</span>") if css else delta,
+            Markup(f"<span class={css}>{html.escape(pct)}</span>") if css else pct,
+            row.significance])
+    for metric in headline_lists(matrix):
+        for cell in matrix["cells"]:
+            items = (cell.get("metrics_text") or {}).get(metric)
+            if not (isinstance(items, list) and items):
+                continue  # a cell without the list: its collector did not run there
+            first = str(items[0])
+            cut = first if len(first) <= MAX_NAME else first[:MAX_NAME - 1] + "…"
+            table.append([Markup(f"<span title='{html.escape(metric, quote=True)}'>"
+                                 f"{html.escape(shown_name(metric))}: hottest</span>"),
+                          _cell_name(cell["cell"], shown[cell["cell"]], False), Markup(
+                              f"<span title='{html.escape(first, quote=True)}'>"
+                              f"{html.escape(cut)}</span>"), "", "", ""])
+    page.table(["metric", "cell", "median ± std (n)", "Δ vs baseline", "Δ %", "significance"],
+               table, css="headline")
+    page.paragraph(f"Headline metrics are chosen by a rule (reports/headline.py): "
+                   f"{', '.join(what for what, _ in HEADLINE_RULE)}, by their names' patterns; "
+                   "every metric is in the groups below.", "note")
+    page.end()

@@ -1,0 +1,207 @@
+"""report.html leads with the answer (issue 26): the headline of real sweeps of the default,
+grid, repeat and agree recipes (which metrics, which baseline, each difference and its
+significance, the agree verdicts), constant metrics folded, a missing value 'not measured', the
+sweep's axis on the figures' x-axis, and the page in headless Chromium. CPU only (NO_GPU)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from needs import NO_GPU
+from reports.page_tables import Table, read_page
+from reports.report_helpers import aorta
+from reports.test_report_browser import _render
+
+from aorta_core.reports.html import fmt
+from aorta_core.reports.matrix_files import passing_values
+from aorta_core.reports.significance import welch_p
+from aorta_core.reports.sweep import _build_page
+
+#: A payload whose ``step_ms`` differs by trial, ``steps`` never, and ``extra_ms`` is only
+#: reported in the cell with MODE=a.
+PAYLOAD = ("import json, os; t = int(os.environ['AORTA_TRIAL']); m = {'step_ms': 10 + t, "
+           "'steps': 5}; m.update({'extra_ms': 3.0 + t} if os.environ['MODE'] == 'a' else {}); "
+           "json.dump(m, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
+HEADLINE_COLUMNS = ["metric", "cell", "median ± std (n)", "Δ vs baseline", "Δ %", "significance"]
+
+
+def _sweep(root: Path, name: str, *args: str) -> Path:
+    out = root / name
+    done = aorta(f"output={out}", *args, cwd=root, env=NO_GPU)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("headline")
+    py = sys.executable
+    return {
+        "default": _sweep(root, "default"),
+        "grid": _sweep(root, "grid", "sweep=grid", "workload.steps=5"),
+        "agree": _sweep(root, "agree", "sweep=agree", "trials=2", "--", py, "-m",
+                        "aorta_core.workloads.tiny", "--steps", "5"),
+        "modes": _sweep(root, "modes", "-m", "sweep=repeat", "trials=2", "+env.MODE=a,b", "--",
+                        py, "-c", PAYLOAD),
+    }
+
+
+def _headline(out: Path) -> tuple[Table, list[str], list[Table]]:
+    """The headline's metric table, its paragraphs, and every table in it."""
+    page = read_page(out / "report.html")
+    tables = [t for t in page.tables if t.section == "headline"]
+    metric = [t for t in tables if "headline" in t.classes]
+    assert len(metric) == 1, [t.heading for t in tables]
+    assert [h.text for h in metric[0].header] == HEADLINE_COLUMNS
+    return metric[0], [p for s, p in page.paragraphs if s == "headline"], tables
+
+
+def _metrics(table: Table) -> list[str]:
+    """The headline's numeric metrics (by their own names, which the shown name's hover holds),
+    in order."""
+    return list(dict.fromkeys(c.title for c in table.column("metric")
+                              if not c.text.endswith(": hottest")))
+
+
+def _check_against_baseline(out: Path, table: Table, baseline: str) -> None:
+    """Every row of a cell other than the baseline: the difference of medians (matrix.json) and
+    Welch's p computed here from the trials' values in matrix.parquet."""
+    matrix = json.loads((out / "matrix.json").read_text())
+    medians = {c["cell"]: {m: s["median"] for m, s in c["metrics_summary"].items()}
+               for c in matrix["cells"]}
+    values = passing_values(out)
+    checked = 0
+    for row in table.rows:
+        metric, cell = row[0].title, row[1].title or row[1].text.removesuffix(" (baseline)")
+        if row[0].text.endswith(": hottest"):
+            continue
+        if row[1].text.endswith(" (baseline)"):
+            assert cell == baseline
+            assert [c.text for c in row[3:]] == ["", "", ""]
+            continue
+        delta = medians[cell][metric] - medians[baseline][metric]
+        assert row[3].text == ("+" if delta > 0 else "") + fmt(delta)
+        pct = delta / abs(medians[baseline][metric]) * 100
+        assert row[4].text == ("+" if pct > 0 else "") + fmt(pct) + " %"
+        side = [values.filter((pl.col("cell") == c) & (pl.col("metric") == metric))["value"]
+                .to_list() for c in (cell, baseline)]
+        p = welch_p(*side)
+        word = "significant" if p < 0.05 else "not significant"
+        assert row[5].text == f"{word} (p = {p:.2g})"
+        checked += 1
+    assert checked
+
+
+def test_default_sweep_headline(runs):
+    out = runs["default"]
+    table, paragraphs, _ = _headline(out)
+    first = json.loads((out / "matrix.json").read_text())["cells"][0]["cell"]
+    assert paragraphs[0].startswith(f"Baseline: {first} (the sweep's first cell in matrix.json)")
+    # The benchmark on CPU: throughput, FLOP rate, step time (no compute fraction or overlap:
+    # streams exist on GPUs only).
+    assert _metrics(table) == ["workload_samples_per_s", "workload_tflops",
+                               "workload_step_time_ms"]
+    assert [c.text for c in table.column("metric")][:2] == ["workload samples (per s)"] * 2
+    assert table.column("metric")[2].text == "workload (TFLOP/s)"
+    _check_against_baseline(out, table, first)
+
+
+def test_grid_headline_and_axes(runs):
+    out = runs["grid"]
+    table, paragraphs, _ = _headline(out)
+    matrix = json.loads((out / "matrix.json").read_text())
+    cells = [c["cell"] for c in matrix["cells"]]
+    assert paragraphs[0].startswith(f"Baseline: {cells[0]} ")
+    assert _metrics(table) == ["workload_samples_per_s", "workload_step_time_ms"]
+    assert len(table.rows) == 2 * len(cells) == 8
+    _check_against_baseline(out, table, cells[0])
+    # The figures' x-axis is the first axis that tells cells apart (batch size; steps=5 is the
+    # same everywhere), one box per hidden width.
+    fig = _build_page(out, None).figures["spread_workload_step_time_ms"]
+    assert fig["layout"]["xaxis"]["title"]["text"] == "workload.batch_size"
+    assert sorted(t["name"] for t in fig["data"]) == ["hidden=256", "hidden=64"]
+    assert sorted(set(x for t in fig["data"] for x in t["x"])) == ["16", "64"]
+
+
+def test_repeat_headline(sweeps):
+    out = sweeps["fast"]  # one cell; workload_step_ms = 10, 11, 12
+    aorta("report", "sweep", str(out), cwd=out.parent)
+    table, paragraphs, _ = _headline(out)
+    assert "One cell: nothing to compare it with." in paragraphs
+    assert _metrics(table) == ["workload_step_ms"]
+    (row,) = table.rows
+    assert row[0].text == "workload step (ms)" and row[1].text.endswith(" (baseline)")
+    assert [c.text for c in row[2:]] == ["11 ± 1 (n=3)", "", "", ""]
+
+
+def test_agree_headline_leads_with_the_verdicts(runs):
+    out = runs["agree"]
+    table, paragraphs, tables = _headline(out)
+    assert paragraphs[0].startswith("Baseline: bare (the bare cell: ")
+    agreement = json.loads((out / "agreement.json").read_text())
+    (verdicts,) = [t for t in tables if t.heading == "Do the profilers agree?"
+                   and "headline" not in t.classes]
+    assert [[c.text for c in row] for row in verdicts.rows] == [
+        *([m, e["verdict"]] for m, e in agreement["metrics"].items()),
+        *([f"{c} overhead", e["verdict"]] for c, e in agreement["overhead"].items())]
+    matrix = json.loads((out / "matrix.json").read_text())
+    idle = [c["cell"] for c in matrix["cells"] if not c["trials"]["pass"]]
+    ran = [c["cell"] for c in matrix["cells"] if c["trials"]["pass"]]
+    if idle:
+        assert f"Not in the headline (no passing trial): {', '.join(idle)}." in paragraphs
+    shown = {c.title or c.text.removesuffix(" (baseline)") for c in table.column("cell")}
+    assert shown == set(ran)
+    assert _metrics(table)[:2] == ["workload_samples_per_s", "workload_step_time_ms"]
+    _check_against_baseline(out, table, "bare")
+
+
+def test_constant_metrics_fold_and_a_missing_value_is_not_measured(runs):
+    out = runs["modes"]
+    page = read_page(out / "report.html")
+    folds = [p for s, p in page.paragraphs if p.startswith("Same in every cell")]
+    assert folds == ["Same in every cell (every trial): workload steps = 5"]
+    html = (out / "report.html").read_text()
+    assert 'id="spread_workload_steps"' not in html and 'id="spread_workload_step_ms"' in html
+    groups = [t for t in page.tables if "group" in t.classes]
+    (time,) = [t for t in groups if t.heading == "time"]
+    assert _group_metrics(time) == ["wall_time_s", "workload_extra_ms", "workload_step_ms"]
+    assert "workload_steps" not in [m for t in groups for m in _group_metrics(t)]
+    assert _group_value(time, "workload_extra_ms", "env.MODE=b") == "not measured"
+    assert _group_value(time, "workload_extra_ms", "env.MODE=a") == "3.5 ± 0.7071"
+    assert _group_value(time, "workload_step_ms", "env.MODE=b") == "10.5 ± 0.7071"
+    fig = _build_page(out, None).figures["spread_workload_step_ms"]
+    assert fig["layout"]["xaxis"]["title"]["text"] == "env.MODE"
+
+
+def _group_metrics(table: Table) -> list[str]:
+    """A group table's metrics (own names), whichever way it is laid out."""
+    if table.header[0].text == "metric":  # cells as columns
+        return [row[0].title for row in table.rows]
+    return [h.title for h in table.header[1:]]
+
+
+def _group_value(table: Table, metric: str, cell: str) -> str:
+    if table.header[0].text == "metric":
+        row = next(r for r in table.rows if r[0].title == metric)
+        return row[[h.text for h in table.header].index(cell)].text
+    column = [h.title for h in table.header].index(metric)
+    return next(r for r in table.rows if r[0].text == cell)[column].text
+
+
+def test_headline_and_sortable_table_in_chromium(browser, runs, tmp_path):
+    dom, log = _render(browser, runs["default"] / "report.html", tmp_path / "profile")
+    headline = re.search(r'<section id="headline">(.*?)</section>', dom, re.S)
+    assert headline and "Baseline:" in headline.group(1)
+    assert '<table class="headline">' in headline.group(1)
+    cells = re.search(r'<table class="cells sortable">(.*?)</table>', dom, re.S)
+    assert cells, "no sortable cell table"
+    # The page's script ran: it gave every header of a sortable table its hint.
+    heads = re.findall(r"<th(?:\s[^>]*)?>", cells.group(1))
+    assert heads and all('title="' in h and "click to sort" in h for h in heads), heads
+    errors = [ln for ln in log.splitlines() if "CONSOLE" in ln and "Uncaught" in ln]
+    assert not errors, errors
