@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,19 +15,20 @@ import polars as pl
 import pytest
 from needs import NO_GPU
 from reports.page_tables import Table, read_page
-from reports.report_helpers import aorta
+from reports.report_helpers import REPO, aorta
 from reports.test_report_browser import _render
 
 from aorta_core.reports.html import fmt
 from aorta_core.reports.matrix_files import passing_values
 from aorta_core.reports.significance import welch_p
-from aorta_core.reports.sweep import _build_page
+from aorta_core.reports.sweep import _build_page, write_sweep_report
 
 #: A payload whose ``step_ms`` differs by trial, ``steps`` never, and ``extra_ms`` is only
 #: reported in the cell with MODE=a.
 PAYLOAD = ("import json, os; t = int(os.environ['AORTA_TRIAL']); m = {'step_ms': 10 + t, "
            "'steps': 5}; m.update({'extra_ms': 3.0 + t} if os.environ['MODE'] == 'a' else {}); "
            "json.dump(m, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
+H200_README = REPO / "bench/gpu_evidence/h200-2026-12-03/readme/run/matrix.json"
 HEADLINE_COLUMNS = ["metric", "cell", "median ± std (n)", "Δ vs baseline", "Δ %", "significance"]
 
 
@@ -109,6 +111,23 @@ def test_default_sweep_headline(runs):
     assert [c.text for c in table.column("metric")][:2] == ["workload samples (per s)"] * 2
     assert table.column("metric")[2].text == "workload (TFLOP/s)"
     _check_against_baseline(out, table, first)
+
+
+def test_h200_benchmark_headline(tmp_path):
+    """The H200 README run (DDP vs FSDP, committed matrix.json only): the GPU benchmark's
+    headline adds compute fraction and overlap; the page is built without matrix.parquet."""
+    shutil.copy(H200_README, tmp_path / "matrix.json")
+    write_sweep_report(tmp_path, pngs=False)
+    table, paragraphs, _ = _headline(tmp_path)
+    assert paragraphs[0].startswith("Baseline: workload.parallel=ddp (the sweep's first cell")
+    assert _metrics(table) == ["workload_samples_per_s", "workload_tflops",
+                               "workload_step_time_ms", "workload_compute_fraction",
+                               "workload_overlap_ratio"]
+    tflops = [[c.text for c in row[1:]] for row in table.rows
+              if row[0].title == "workload_tflops"]
+    assert tflops == [["workload.parallel=ddp (baseline)", "395.3 ± 0.07329 (n=2)", "", "", ""],
+                      ["workload.parallel=fsdp", "387.8 ± 2.094 (n=2)", "-7.495", "-1.896 %",
+                       "not significant (p = 0.12)"]]
 
 
 def test_grid_headline_and_axes(runs):
