@@ -15,7 +15,6 @@ from aorta_core.api import (
     Launch,
     OptionError,
     PayloadSession,
-    ReportSection,
     TimelineSource,
     hookimpl,
 )
@@ -38,13 +37,6 @@ def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any
     from aorta_torchprof.session import payload_session as session
 
     return session(rank, env, context)
-
-
-@hookimpl
-def report_sections(matrix: Mapping[str, Any]) -> list[ReportSection]:
-    from aorta_torchprof.report import cpu_operator_sections
-
-    return cpu_operator_sections(matrix)
 
 
 @hookimpl

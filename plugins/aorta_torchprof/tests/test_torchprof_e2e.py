@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,46 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 TRAIN = REPO / "examples" / "profiling" / "torchprof" / "train_tiny.py"
 BIN = Path(sys.executable).parent
+
+
+class _Lists(HTMLParser):
+    """report.html's headings, and each table's body rows (cell texts) under the heading
+    before it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.headings: list[str] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self._heading: str | None = None
+        self._row: list[str] | None = None
+        self._text: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("h2", "h3"):
+            self._heading = ""
+        elif tag == "tbody" and self.headings:
+            self.tables[self.headings[-1]] = []
+        elif tag == "tr":
+            self._row = []
+        elif tag == "td":
+            self._text = ""
+
+    def handle_endtag(self, tag):
+        if tag in ("h2", "h3") and self._heading is not None:
+            self.headings.append(self._heading.strip())
+            self._heading = None
+        elif tag == "td" and self._row is not None and self._text is not None:
+            self._row.append(self._text.strip())
+            self._text = None
+        elif tag == "tr" and self._row and self.headings:
+            self.tables.setdefault(self.headings[-1], []).append(self._row)
+            self._row = None
+
+    def handle_data(self, data):
+        if self._heading is not None:
+            self._heading += data
+        if self._text is not None:
+            self._text += data
 
 
 #: glibc's words when the PyTorch profiler's teardown corrupts the heap: an upstream race
@@ -73,10 +114,17 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     assert "aorta_torchprof.runner" in record["argv_run"]
     traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).iterdir())
     assert traces == [f"rank{r}.step4.pt.trace.json" for r in range(ranks)]
-    # Its report_sections: the CPU operators reach both reports, hottest first.
+    # The CPU operators reach both reports, hottest first, through the core's generic section
+    # of list-valued metrics (torchprof adds no section of its own: once, not twice).
     hottest = matrix["cells"][0]["metrics_text"]["torchprof_top_cpu_ops"]
     assert hottest and any(name.startswith("aten::") for name in hottest)
     perf = (out / "perf.md").read_text()
-    assert "## Top CPU operators (torchprof)" in perf and ", ".join(hottest) in perf
-    page = (out / "report.html").read_text()
-    assert "Top CPU operators (torchprof)" in page and hottest[0] in page
+    assert "## Top kernels and operators" in perf and "### `torchprof_top_cpu_ops`" in perf
+    assert "(torchprof)" not in perf  # no collector section
+    table = perf.split("### `torchprof_top_cpu_ops`")[1].split("\n\n")[1].splitlines()
+    assert [row.split("|")[2].strip() for row in table[2:]] == hottest
+    parser = _Lists()
+    parser.feed((out / "report.html").read_text())
+    assert parser.tables["torchprof top CPU ops (torchprof_top_cpu_ops)"] == [
+        [str(rank), name] for rank, name in enumerate(hottest, 1)]
+    assert not any("(torchprof)" in h for h in parser.headings)
