@@ -251,13 +251,19 @@ def cmd_agree(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _trial_or_sweep(path: Path) -> bool:
+    """Whether ``path`` can be a trial folder or a sweep's output; says why not."""
+    if not path.is_dir():
+        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
+                   "output")
+    return path.is_dir()
+
+
 def cmd_timeline(ns: argparse.Namespace) -> int:
     from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
 
     path = Path(ns.path)
-    if not path.is_dir():
-        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
-                   "output")
+    if not _trial_or_sweep(path):
         return 2
     trials = trial_dirs(path)
     if ns.output and (path / "cells").is_dir():
@@ -284,9 +290,7 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
     from aorta_core.reports.timeline import trial_dirs
 
     path = Path(ns.path)
-    if not path.is_dir():
-        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
-                   "output")
+    if not _trial_or_sweep(path):
         return 2
     for name in ("min_excess_ms", "min_excess_pct"):
         if not getattr(ns, name) >= 0:

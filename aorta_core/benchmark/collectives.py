@@ -10,7 +10,7 @@ which call the new names, from being recorded twice.
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -67,24 +67,34 @@ def _wrap(kind: str, name: str, original: Callable[..., Any], timeline: Any,
 
 
 @contextmanager
-def patched_collectives(timeline: Any, counts: dict[str, int]) -> Iterator[None]:
-    """Route the collectives through ``timeline.collective`` while the block runs."""
+def replaced(names: Iterable[str], replace: Callable[[str, Callable[..., Any]], Callable[..., Any]]
+             ) -> Iterator[None]:
+    """While the block runs, each of ``names`` that c10d has is ``replace(name, current)`` in
+    ``torch.distributed`` and c10d alike (where each holds that same function)."""
     saved: list[tuple[Any, str, Any]] = []
     try:
-        for kind, names in PATCHED.items():
-            for name in names:
-                original = getattr(c10d, name, None)
-                if original is None:
-                    continue
-                replacement = _wrap(kind, name, original, timeline, counts)
-                for module in (dist, c10d):
-                    if getattr(module, name, None) is original:
-                        saved.append((module, name, original))
-                        setattr(module, name, replacement)
+        for name in names:
+            original = getattr(c10d, name, None)
+            if original is None:
+                continue
+            replacement = replace(name, original)
+            for module in (dist, c10d):
+                if getattr(module, name, None) is original:
+                    saved.append((module, name, original))
+                    setattr(module, name, replacement)
         yield
     finally:
         for module, name, original in reversed(saved):
             setattr(module, name, original)
+
+
+@contextmanager
+def patched_collectives(timeline: Any, counts: dict[str, int]) -> Iterator[None]:
+    """Route the collectives through ``timeline.collective`` while the block runs."""
+    kinds = {name: kind for kind, names in PATCHED.items() for name in names}
+    with replaced(kinds, lambda name, original: _wrap(kinds[name], name, original, timeline,
+                                                       counts)):
+        yield
 
 
 def ddp_allreduce_hook(process_group: dist.ProcessGroup | None, bucket: dist.GradBucket

@@ -16,9 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
-import torch.distributed as dist
-import torch.distributed.distributed_c10d as c10d
 
+from aorta_core.benchmark.collectives import replaced
 from aorta_core.benchmark.config import InjectConfig
 
 #: The collectives a delayed collective waits before (whichever this torch has).
@@ -99,22 +98,9 @@ class Injector:
         """While the block runs, the step's first all_reduce/reduce_scatter waits
         ``collective_ms`` on the slowed rank (the module attributes FSDP2 and our DDP hook
         call, as :mod:`aorta_core.benchmark.collectives` patches them)."""
-        saved: list[tuple[Any, str, Any]] = []
-        try:
-            if self.on and self.cfg.collective_ms > 0:
-                for name in DELAYED:
-                    current = getattr(dist, name, None)
-                    if current is None:
-                        continue
-                    wrapped = self._delayed(current)
-                    for module in (dist, c10d):
-                        if getattr(module, name, None) is current:
-                            saved.append((module, name, current))
-                            setattr(module, name, wrapped)
+        names = DELAYED if self.on and self.cfg.collective_ms > 0 else ()
+        with replaced(names, lambda _, current: self._delayed(current)):
             yield
-        finally:
-            for module, name, original in reversed(saved):
-                setattr(module, name, original)
 
     def _delayed(self, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)

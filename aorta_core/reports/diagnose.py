@@ -58,6 +58,8 @@ WORDS = {
 #: Defaults of the straggler test: slower than the others' median by this much per step.
 MIN_EXCESS_MS = 5.0
 MIN_EXCESS_PCT = 10.0
+#: ... in at least this share of the steps.
+MOST_STEPS = 0.75
 #: A part worth a finding of its own: this share of the mean step on every rank.
 FINDING_SHARE = 0.2
 
@@ -352,45 +354,58 @@ def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
                       for r in rows[rank]],
             "mean": {k: _round(v) for k, v in means[rank].items()},
         }
-    stragglers = _stragglers(means, hosts, waited_in, len(steps), min_excess_ms,
-                             min_excess_pct)
+    stragglers = _stragglers(means, rows, hosts, waited_in, min_excess_ms, min_excess_pct)
     return {"steps": steps, "ranks": {str(r): v for r, v in ranks.items()},
             "stragglers": stragglers, "findings": _findings(means, stragglers)}
 
 
-def _busy(mean: Mapping[str, float]) -> float:
-    return mean["step_ms"] - mean["comm_wait_ms"]
+def _busy(step: Mapping[str, float]) -> float:
+    """A rank's own time in a step: the step less its waiting for other ranks."""
+    return step["step_ms"] - step["comm_wait_ms"]
 
 
-def _own(mean: Mapping[str, float], part: str) -> float:
+def _own(step: Mapping[str, float], part: str) -> float:
     """A part of a rank's own time: exposed communication without its waiting."""
-    value = mean[f"{part}_ms"]
-    return value - mean["comm_wait_ms"] if part == "comm_exposed" else value
+    value = step[f"{part}_ms"]
+    return value - step["comm_wait_ms"] if part == "comm_exposed" else value
+
+
+def _above(rows: Mapping[int, list[dict[str, Any]]], rank: int,
+           value: Callable[[Mapping[str, float]], float]) -> list[float]:
+    """Per step, how far ``value`` of ``rank``'s step is above the median of the other
+    ranks' in the same step."""
+    others = [r for r in rows if r != rank]
+    return [value(mine) - statistics.median(value(rows[r][i]) for r in others)
+            for i, mine in enumerate(rows[rank])]
 
 
 def _stragglers(means: Mapping[int, Mapping[str, float]],
+                rows: Mapping[int, list[dict[str, Any]]],
                 hosts: Mapping[int, list[tuple[float, str | None]]],
-                waited_in: Mapping[int, Mapping[str, float]], nsteps: int,
+                waited_in: Mapping[int, Mapping[str, float]],
                 min_excess_ms: float, min_excess_pct: float) -> list[dict[str, Any]]:
     """Ranks whose own time per step (the step less its waiting) exceeds the other ranks'
-    median by the thresholds; the part holding the excess; the ranks that wait for it."""
+    by the thresholds, as the median over steps and in most steps (a rank slower now and
+    then is jitter, not a straggler); the part holding the excess; the ranks that wait."""
+    nsteps = min((len(v) for v in rows.values()), default=0)
     if len(means) < 2 or not nsteps:
         return []
     step = statistics.median(m["step_ms"] for m in means.values())
     floor = max(min_excess_ms, min_excess_pct / 100 * step)
     out = []
-    for rank, mine in means.items():
-        others = [m for r, m in means.items() if r != rank]
-        excess = _busy(mine) - statistics.median(_busy(m) for m in others)
-        if excess < floor:
+    for rank in means:
+        per_step = _above(rows, rank, _busy)
+        excess, over = statistics.median(per_step), sum(v >= floor for v in per_step)
+        if excess < floor or over < math.ceil(MOST_STEPS * nsteps):
             continue
-        by_part = {p: _own(mine, p) - statistics.median(_own(m, p) for m in others)
+        by_part = {p: statistics.median(_above(rows, rank, lambda row, p=p: _own(row, p)))
                    for p in PARTS}
         part = max(by_part, key=by_part.__getitem__)
         waiting = {r: m["comm_wait_ms"] for r, m in means.items()
                    if r != rank and m["comm_wait_ms"] >= 0.5 * excess}
         entry: dict[str, Any] = {
             "rank": rank, "excess_ms_per_step": _round(excess), "category": part,
+            "slower_in_steps": f"{over}/{nsteps}",
             "by_category_ms": {p: _round(v) for p, v in by_part.items()},
             "waiting_ranks": sorted(waiting),
             "wait_ms_per_step": {str(r): _round(v) for r, v in sorted(waiting.items())},
