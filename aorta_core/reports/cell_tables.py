@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from aorta_core.engine.matrix import WALL
+from aorta_core.engine.matrix_summary import table_fits
 from aorta_core.engine.perfmd import NOT_MEASURED
+from aorta_core.engine.progress import short_names
 from aorta_core.engine.tables import orient
-from aorta_core.reports.headline import headline_metrics, summaries
+from aorta_core.reports.headline import NAME_WIDTH, headline_metrics, summaries
 from aorta_core.reports.html import Keyed, Markup, Page, fmt, link
 from aorta_core.reports.metric_names import grouped, shown_name
 
 #: Characters of page width the tables are laid out for (about 1280 px of 0.85 rem text).
 PAGE_WIDTH = 150
+#: Names a folded line lists (a sweep may have thousands of constant names).
+MAX_FOLDED = 100
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,13 @@ def _named(metric: str) -> Markup:
                   f"{html.escape(shown_name(metric))}</span>")
 
 
+def _listed(items: list[str]) -> str:
+    """Up to :data:`MAX_FOLDED` items of a folded line, and how many more there are."""
+    more = len(items) - MAX_FOLDED
+    return ", ".join(items[:MAX_FOLDED]) + (
+        f", … and {more} more (matrix.json has them)" if more > 0 else "")
+
+
 def collectors(matrix: dict[str, Any]) -> set[str]:
     return {str(n) for c in matrix["cells"] for n in c.get("collectors") or []}
 
@@ -86,18 +97,22 @@ def cells_section(page: Page, matrix: dict[str, Any]) -> None:
     metrics = [m for m in headline_metrics(matrix) if m != WALL]
     page.heading("Cells (medians over passing trials; click a header to sort)")
     rows = []
-    for c in cells:
+    for c, short in zip(cells, short_names([c["cell"] for c in cells], NAME_WIDTH), strict=True):
         t, summary = c.get("trials") or {}, summaries(c)
-        rows.append([link(c["cell"], c.get("dir") or f"cells/{c['cell']}"),
+        rows.append([_hover(link(short, c.get("dir") or f"cells/{c['cell']}"), c["cell"], short),
                      *(_axis((c.get("axes") or {}).get(a)) for a in axes),
                      t.get("pass"), t.get("fail"), t.get("error"),
                      _value(summary.get(WALL), False),
                      *(_value(summary.get(m), False) for m in metrics)])
     page.table(["cell", *axes, "pass", "fail", "error", _named(WALL), *map(_named, metrics)],
                rows, sortable=True, css="cells")
-    if any(not isinstance(c.get("metrics_summary"), dict) for c in cells):
-        page.paragraph("matrix.json lists the cells' statistics (too many sparse names for a "
-                       "column each); see metrics_summary there and matrix.parquet.", "note")
+
+
+def _hover(shown: str, full: str, short: str) -> Markup:
+    """``shown`` (HTML), with the full name on hover where it was shortened."""
+    if short == full:
+        return Markup(shown)
+    return Markup(f"<span title='{html.escape(full, quote=True)}'>{shown}</span>")
 
 
 def _axis(value: Any) -> Any:
@@ -117,13 +132,21 @@ def metrics_section(page: Page, matrix: dict[str, Any], found: Kinds | None = No
     cells = matrix["cells"]
     page.heading("Metrics by group (median ± sample std over passing trials)")
     if found.constant:
-        page.paragraph(Markup("<strong>Same in every cell</strong> (every trial): " + ", ".join(
-            f"{_named(m)} = {fmt(v)}" for m, v in found.constant.items())), "fold")
+        page.paragraph(Markup("<strong>Same in every cell</strong> (every trial): " + _listed(
+            [f"{_named(m)} = {html.escape(fmt(v))}" for m, v in found.constant.items()])),
+            "fold")
     if found.unmeasured:
         page.paragraph(Markup(f"<strong>{NOT_MEASURED.capitalize()}</strong> by any passing "
-                              "trial: " + ", ".join(map(_named, found.unmeasured))), "fold")
+                              "trial: " + _listed(list(map(_named, found.unmeasured)))), "fold")
     names = [c["cell"] for c in cells]
     by_cell = [summaries(c) for c in cells]
+    entries = sum(len(s) - (WALL in s) for s in by_cell)  # as matrix.json counts them
+    if not table_fits(len(cells), len(found.varying), entries):
+        count = len({m for s in by_cell for m in s} - {WALL})
+        page.paragraph(f"Numeric metrics: {entries} statistics of {count} names over "
+                       f"{len(cells)} cells, too many names for a column each; see "
+                       "metrics_summary in matrix.json and matrix.parquet.", "note")
+        return
     for group, metrics in grouped(found.varying, collectors(matrix)):
         values = [[_value(s.get(m)) for m in metrics] for s in by_cell]
         layout = orient(names, [shown_name(m) for m in metrics], values, PAGE_WIDTH,
@@ -133,6 +156,8 @@ def metrics_section(page: Page, matrix: dict[str, Any], found: Kinds | None = No
             rows = [[_named(m), *(row[j] for row in values)] for j, m in enumerate(metrics)]
             page.table(["metric", *layout.header[1:]], rows, sortable=True, css="group")
         else:
+            shorts = short_names(names, NAME_WIDTH)
             page.table(["cell", *map(_named, metrics)],
-                       [[n, *row] for n, row in zip(names, values, strict=True)],
+                       [[_hover(html.escape(s), n, s), *row]
+                        for n, s, row in zip(names, shorts, values, strict=True)],
                        sortable=True, css="group")

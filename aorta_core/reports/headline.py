@@ -52,6 +52,8 @@ MAX_METRICS = 10
 ALPHA = 0.05
 #: Characters of a listed name shown in the headline (C++ kernel names run to thousands).
 MAX_NAME = 80
+#: Characters a cell's name is shortened to (to what tells the cells apart; whole on hover).
+NAME_WIDTH = 32
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,13 @@ def headline_metrics(matrix: dict[str, Any]) -> list[str]:
         for metric, stats in summaries(cell).items():
             if metric != WALL and _median(stats) is not None:
                 counts[metric] = counts.get(metric, 0) + 1
-    names = sorted(m for m, n in counts.items() if len(cells) < 2 or n >= 2)
+    by_source: dict[str, list[str]] = {}
+    for metric in sorted(m for m, n in counts.items() if len(cells) < 2 or n >= 2):
+        by_source.setdefault(_source(metric), []).append(metric)
     chosen: list[str] = []
     for _, patterns in HEADLINE_RULE:
-        for source in sorted({_source(m) for m in names}):
-            own = [m for m in names if _source(m) == source and m not in chosen]
+        for source in sorted(by_source):
+            own = [m for m in by_source[source] if m not in chosen]
             for pattern in patterns:
                 if matches := [m for m in own if fnmatch.fnmatchcase(m, pattern)]:
                     chosen.append(min(matches, key=lambda m: (len(m), m)))
@@ -226,7 +230,7 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.end()
         return
     cells = [c["cell"] for c in matrix["cells"]]
-    shown = dict(zip(cells, short_names(cells, 32), strict=True))
+    shown = dict(zip(cells, short_names(cells, NAME_WIDTH), strict=True))
     if len(cells) > 1:
         page.paragraph(Markup(
             f"Baseline: <strong>{html.escape(base.cell)}</strong> ({html.escape(base.why)}). "
