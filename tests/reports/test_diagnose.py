@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ from reports.report_helpers import aorta
 from aorta_core.reports.diagnose import PARTS
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
+HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
 #: The tiny model under DDP, 8 steps; the profiler records steps 2-7.
 BENCH = ["device=cpu", "parallel=ddp", "training.max_steps=8", "data.batch_size=2",
          "data.sequence_length=4", "profiling.enabled=true", "profiling.wait=0",
@@ -207,3 +209,24 @@ def test_any_payload_a_script_with_a_slow_data_loader(tmp_path):
     assert straggler["category"] == "data"
     assert _close(straggler["excess_ms_per_step"], INJECTED_MS), straggler
     assert straggler["waiting_ranks"] == [0]
+
+
+def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
+    """Real Kineto traces of 2 ranks of a 128-rank NCCL job (HTA's test data): kernels are
+    classified as HTA does, the parts sum to the step, the last step is left out."""
+    folder = tmp_path / "trial" / "benchmark" / "torch_profiler"
+    shutil.copytree(HTA_TRACES, folder)
+    done = aorta("diagnose", str(tmp_path / "trial"), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    (found,) = json.loads(done.stdout)
+    assert found["steps"] == [551]
+    _check_sums(found)
+    assert sorted(found["ranks"]) == ["0", "1"]
+    for rank in found["ranks"].values():
+        (step,) = rank["steps"]
+        assert rank["device"] == "gpu"
+        assert step["compute_ms"] > 0 and step["other_ms"] > 0  # GEMMs; memcpy/memset
+        assert step["comm_hidden_ms"] + step["comm_exposed_ms"] > 0  # ncclKernel_*
+        assert step["data_ms"] == 0
+    assert max(r["steps"][0]["comm_wait_ms"] for r in found["ranks"].values()) > 0
+    assert found["stragglers"] == []
