@@ -175,60 +175,88 @@ class _OneFile:
     starts: list[tuple[float, str]]
 
 
+# What a name is, decided once per (name, category): names repeat thousands of times.
+_OTHER, _STEP_RANGE, _COMM_RANGE, _COLLECTIVE_RANGE, _DATA_RANGE, _OP = range(6)
+_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER = range(6, 9)
+
+
+def _kind(name: str, cat: str) -> int:
+    if cat in _DEVICE_CATS:
+        if _GPU_COMM.match(name):
+            return _KERNEL_COMM
+        if _GPU_MEMORY.match(name) or _GPU_NOT_COMPUTE.match(name):
+            return _KERNEL_OTHER
+        return _KERNEL_COMPUTE
+    if cat not in _CPU_CATS:
+        return _OTHER
+    if _STEP.match(name):
+        return _STEP_RANGE
+    if _COMM.match(name):
+        return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
+    if _DATA.search(name):
+        return _DATA_RANGE
+    return _OP if cat == "cpu_op" and _DISPATCHER.match(name) else _OTHER
+
+
 def _read_one(events: list[Any], seen: Mapping[int, Any]) -> _OneFile | None:
+    kinds: dict[tuple[Any, Any], int] = {}
+    spans: dict[int, list[tuple[float, float, Any]]] = defaultdict(list)
     steps: dict[int, tuple[float, float]] = {}
     step_threads: set[Any] = set()
-    cpu: list[tuple[float, float, str, str, Any]] = []
-    kernels: list[tuple[float, float, str]] = []
+    collectives, kernel_collectives, c10d = [], [], []
+    starts: dict[Any, list[tuple[float, str]]] = defaultdict(list)
     for e in events:
-        if e.ph != "X" or not isinstance(e.ts, float | int) or not isinstance(e.dur, float | int):
+        if e.ph != "X":
             continue
-        name = e.name if isinstance(e.name, str) else ""
-        cat = e.cat if isinstance(e.cat, str) else ""
-        if cat in _DEVICE_CATS:
-            kernels.append((e.ts, e.ts + e.dur, name))
-        elif cat in _CPU_CATS:
-            found = _STEP.match(name)
-            if found:
-                steps[int(found.group(1))] = (e.ts, e.ts + e.dur)
-                step_threads.add((e.pid, e.tid))
-            else:
-                cpu.append((e.ts, e.ts + e.dur, name, cat, (e.pid, e.tid)))
+        name, cat = e.name, e.cat
+        kind = kinds.get((name, cat))
+        if kind is None:
+            kind = kinds[(name, cat)] = _kind(name if isinstance(name, str) else "",
+                                              cat if isinstance(cat, str) else "")
+        try:
+            ts, end = e.ts, e.ts + e.dur
+        except TypeError:  # no ts or no dur
+            continue
+        thread = (e.pid, e.tid)
+        if kind == _STEP_RANGE:
+            steps[int(name.rpartition("#")[2])] = (ts, end)
+            step_threads.add(thread)
+            continue
+        if cat in _CPU_CATS:
+            starts[thread].append((ts, name))
+        spans[kind].append((ts, end, thread))
+        if kind == _COLLECTIVE_RANGE:
+            collectives.append((name, ts, end - ts))
+        elif kind == _KERNEL_COMM:
+            kernel_collectives.append((name, ts, end - ts))
+        elif kind == _COMM_RANGE and name.startswith("c10d::"):
+            c10d.append((name, ts, end - ts))
     if not steps or all(n in seen for n in steps):
         return None
-    device = bool(kernels)
-    ops: list[tuple[float, float, Any]] = []
+    on_step_threads = sorted(x for t in step_threads for x in starts.get(t, ()))
+
+    def pairs(*of: int) -> list[tuple[float, float]]:
+        return [(s, e) for k in of for s, e, _ in spans.get(k, ())]
+
+    data = pairs(_DATA_RANGE)
+    if spans.get(_KERNEL_COMPUTE) or spans.get(_KERNEL_COMM) or spans.get(_KERNEL_OTHER):
+        return _OneFile(True, steps, pairs(_KERNEL_COMPUTE), pairs(_KERNEL_COMM),
+                        pairs(_KERNEL_OTHER), data, kernel_collectives, on_step_threads)
     comm_by_thread: dict[Any, list[tuple[float, float]]] = defaultdict(list)
-    data, collectives, cpu_comm = [], [], []
-    for start, end, name, cat, thread in cpu:
-        if _COMM.match(name):
-            comm_by_thread[thread].append((start, end))
-            cpu_comm.append((start, end))
-            if _COLLECTIVE.match(name):
-                collectives.append((name, start, end - start))
-        elif _DATA.search(name):
-            data.append((start, end))
-        elif cat == "cpu_op" and _DISPATCHER.match(name):
-            ops.append((start, end, thread))
-    if not collectives:  # no execution ranges (older torch): the c10d ops themselves
-        collectives = [(n, s, e - s) for s, e, n, _, _ in cpu if n.startswith("c10d::")]
-    starts = [(s, n) for s, _, n, _, t in cpu if t in step_threads]
-    if device:
-        compute = [(s, e) for s, e, n in kernels if not _GPU_COMM.match(n)
-                   and not _GPU_MEMORY.match(n) and not _GPU_NOT_COMPUTE.match(n)]
-        comm = [(s, e) for s, e, n in kernels if _GPU_COMM.match(n)]
-        other = [(s, e) for s, e, n in kernels
-                 if not _GPU_COMM.match(n) and (_GPU_MEMORY.match(n) or _GPU_NOT_COMPUTE.match(n))]
-        collectives = [(n, s, e - s) for s, e, n in kernels if _GPU_COMM.match(n)]
-        return _OneFile(True, steps, compute, comm, other, data, collectives, starts)
+    for k in (_COMM_RANGE, _COLLECTIVE_RANGE):
+        for s, e, t in spans.get(k, ()):
+            comm_by_thread[t].append((s, e))
     # an op inside a collective (gloo's copies) or the data step of its thread is not compute
     data_iv, compute = _pairs(data), []
+    ops = spans.get(_OP, [])
     for thread in {t for _, _, t in ops}:
         mine = [(s, e) for s, e, t in ops if t == thread]
         mids = np.asarray([(s + e) / 2 for s, e in mine])
         away = _inside(_pairs(comm_by_thread.get(thread, [])), mids) | _inside(data_iv, mids)
         compute += [span for span, out in zip(mine, away, strict=True) if not out]
-    return _OneFile(False, steps, compute, cpu_comm, [], data, collectives, starts)
+    # without execution ranges (older torch) a collective is its c10d op
+    return _OneFile(False, steps, compute, pairs(_COMM_RANGE, _COLLECTIVE_RANGE), [], data,
+                    collectives or c10d, on_step_threads)
 
 
 # --- the breakdown ---------------------------------------------------------------------------
