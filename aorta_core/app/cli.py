@@ -301,8 +301,10 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
         try:
             done = write_diagnosis(trial, min_excess_ms=ns.min_excess_ms,
                                    min_excess_pct=ns.min_excess_pct)
-        except OSError as exc:
-            error_line(f"cannot write the diagnosis of {trial}: {exc}")
+        except Exception as exc:  # one trial's trouble is one line, never the others'
+            from aorta_core.api.oneline import exception_line
+
+            error_line(f"cannot diagnose {trial}: {exception_line(exc)}")
             continue
         if done is None:
             continue

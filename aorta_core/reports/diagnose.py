@@ -157,7 +157,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
         return None
     out.compute, out.comm, out.other, out.data = map(_pairs, (compute, comm, other, data))
     out.collectives.sort(key=lambda c: c[1])
-    starts.sort()
+    starts.sort(key=lambda start: start[0])
     out.starts = np.asarray([s for s, _ in starts], dtype=float)
     out.names = [n for _, n in starts]
     return out
@@ -217,13 +217,15 @@ def _read_one(events: list[Any], seen: Mapping[int, Any]) -> _OneFile | None:
             ts, end = e.ts, e.ts + e.dur
         except TypeError:  # no ts or no dur
             continue
+        if not end >= ts:  # a negative duration
+            continue
         thread = (e.pid, e.tid)
         if kind == _STEP_RANGE:
             steps[int(name.rpartition("#")[2])] = (ts, end)
             step_threads.add(thread)
             continue
         if cat in _CPU_CATS:
-            starts[thread].append((ts, name))
+            starts[thread].append((ts, name if isinstance(name, str) else ""))
         spans[kind].append((ts, end, thread))
         if kind == _COLLECTIVE_RANGE:
             collectives.append((name, ts, end - ts))
@@ -233,7 +235,7 @@ def _read_one(events: list[Any], seen: Mapping[int, Any]) -> _OneFile | None:
             c10d.append((name, ts, end - ts))
     if not steps or all(n in seen for n in steps):
         return None
-    on_step_threads = sorted(x for t in step_threads for x in starts.get(t, ()))
+    on_step_threads = [x for t in step_threads for x in starts.get(t, ())]
 
     def pairs(*of: int) -> list[tuple[float, float]]:
         return [(s, e) for k in of for s, e, _ in spans.get(k, ())]

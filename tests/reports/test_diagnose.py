@@ -230,3 +230,34 @@ def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
         assert step["data_ms"] == 0
     assert max(r["steps"][0]["comm_wait_ms"] for r in found["ranks"].values()) > 0
     assert found["stragglers"] == []
+
+
+def test_odd_events_cost_nothing_but_themselves(tmp_path):
+    """Events without a name or a duration, with a negative duration, and lanes named by text
+    (as Kineto writes for its own spans) are passed over; the rest is diagnosed."""
+    folder = tmp_path / "trial" / "benchmark" / "torch_profiler"
+    folder.mkdir(parents=True)
+    for rank in (0, 1):
+        events = [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+             "tid": 1, "ts": 1000.0 * n, "dur": 1000.0} for n in (1, 2, 3)]
+        events += [
+            {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 1100.0, "dur": 50.0},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1200.0},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1300.0,
+             "dur": -5.0},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 2100.0,
+             "dur": 300.0},
+            {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
+             "tid": "PyTorch Profiler", "ts": 900.0, "dur": 3000.0},
+        ]
+        (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(
+            {"distributedInfo": {"rank": rank}, "traceEvents": events}))
+    done = aorta("diagnose", str(tmp_path / "trial"), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    (found,) = json.loads(done.stdout)
+    assert found["steps"] == [1, 2]
+    _check_sums(found)
+    steps = found["ranks"]["0"]["steps"]
+    assert [s["compute_ms"] for s in steps] == [0.0, 0.3]
+    assert [s["host_ms"] for s in steps] == [1.0, 0.7]
