@@ -33,10 +33,11 @@ FUZZ = hypothesis.settings(
 #: The core's keys, some of Hydra's and the collectors', and near misses.
 KEYS = ["trials", "timeout", "hook_timeout", "read_limit_mb", "output", "env", "env.X", "retain",
         "retain.on_pass", "retain.on_fail", "devices", "devices_per_cell", "device_env",
-        "allow_failures", "timeline", "requires_command", "command", "workload", "sweep",
-        "collector", "collector.torchprof.wait", "collector.ncu.set", "collector.proton.mode",
-        "workload.batch_size", "hydra.verbose", "hydra.job.chdir", "hydra.sweeper.params",
-        "hydra.launcher", "hydra/launcher", "cell", "agree", "trails", "", "a.b.c", "é"]
+        "allow_failures", "timeline", "diagnose", "requires_command", "command", "workload",
+        "sweep", "collector", "collector.torchprof.wait", "collector.ncu.set",
+        "collector.proton.mode", "workload.batch_size", "workload.inject.host_ms", "hydra.verbose",
+        "hydra.job.chdir", "hydra.sweeper.params", "hydra.launcher", "hydra/launcher", "cell",
+        "agree", "trails", "", "a.b.c", "é"]
 #: Values of every type and shape Hydra's grammar reads, and text that is not quite one.
 VALUES = ["1", "0", "-1", "1e309", "nan", "inf", "-inf", "9" * 30, "null", "true", "''", '""',
           "abc", "é", "\x00", "a\x00b", "a\nb", "\u2028", "x" * 5000, "1.5", "0x10", "1_000",
