@@ -7,6 +7,7 @@ engine's perf.md can show them without importing the reports layer.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,7 @@ MAX_FINDINGS = 30
 
 
 def _median(values: list[float]) -> float | None:
-    values = sorted(values)
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def _row(cell: str, trial: str, found: Mapping[str, Any]) -> list[Any]:

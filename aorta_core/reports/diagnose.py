@@ -32,6 +32,7 @@ import numpy as np
 from aorta_core.api.files import FileRefused, read_limited, write_atomic
 from aorta_core.api.intervals import merge
 from aorta_core.api.oneline import exception_line
+from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
@@ -41,7 +42,6 @@ from aorta_core.reports.trace_events import read_trace
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
 
-DIAGNOSIS_NAME = "diagnosis.json"
 SCHEMA_VERSION = 1
 #: The parts of a step, in label order; they sum to ``step_ms``. ``comm_wait_ms`` is a part of
 #: ``comm_exposed_ms``.

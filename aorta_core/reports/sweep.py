@@ -18,6 +18,7 @@ import msgspec
 
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.collector_sections import collector_sections
+from aorta_core.engine.diagnosis_section import diagnosis_section
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
@@ -165,8 +166,9 @@ def _agreement(page: Page, output: Path, matrix: dict[str, Any]) -> None:
 
 
 def _contributed(page: Page, output: Path, matrix: dict[str, Any]) -> None:
-    """The sections collectors add (``report_sections``), each under its collector's name."""
-    for section in collector_sections(matrix, output):
+    """The trials' diagnosis (``diagnosis.json``) and the sections collectors add
+    (``report_sections``), each under its source's name, as perf.md shows them."""
+    for section in (*diagnosis_section(matrix), *collector_sections(matrix, output)):
         page.heading(f"{section.title} ({section.collector})")
         for paragraph in section.paragraphs:
             page.paragraph(paragraph)

@@ -155,6 +155,9 @@ def test_a_sweep_with_diagnose_writes_each_trials_diagnosis_and_perf_md(tmp_path
     perf = (out / "perf.md").read_text()
     assert "## Diagnosis (aorta diagnose)" in perf
     assert perf.count("rank 1: +") == 2
+    report = (out / "report.html").read_text()  # the same section
+    assert ">Diagnosis (aorta diagnose)</h2>" in report
+    assert report.count("rank 1: +") == 2
 
 
 #: Not the benchmark: a plain DDP-less loop that all-reduces its gradients by hand, reading its
