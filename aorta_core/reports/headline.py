@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aorta_core.api.oneline import exception_line
 from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import NOT_MEASURED
 from aorta_core.engine.progress import short_names
@@ -198,6 +199,8 @@ def _signed(value: float | None, suffix: str = "") -> str:
 def _verdicts(output: Path) -> list[tuple[str, str, str]]:
     """(what, status, verdict) of agreement.json: each metric's, then each overhead's."""
     data = read_json(output / AGREEMENT_NAME)
+    if not isinstance(data, dict):
+        raise ValueError(f"{AGREEMENT_NAME} holds {type(data).__name__}, not an object")
     out = []
     for metric, entry in (data.get("metrics") or {}).items():
         if isinstance(entry, dict):
@@ -235,7 +238,8 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.paragraph(Markup(
             f"Baseline: <strong>{html.escape(base.cell)}</strong> ({html.escape(base.why)}). "
             f"Each other cell's difference is its median minus the baseline's; significant: "
-            f"Welch's two-sided test at p &lt; {ALPHA}. Green is better, red worse."))
+            f"Welch's two-sided test at p &lt; {ALPHA}; a significant difference is green "
+            f"when better, red when worse."))
     else:
         page.paragraph("One cell: nothing to compare it with.", "note")
     shown_cells = {c["cell"] for c in compared(matrix, base)}
@@ -243,7 +247,12 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.paragraph(f"Not in the headline (no passing trial): {', '.join(left)}.", "note")
     if any(isinstance(c.get("agree"), dict) for c in matrix["cells"]):
         if (output / AGREEMENT_NAME).is_file():
-            verdicts = _verdicts(output)
+            try:
+                verdicts = _verdicts(output)
+            except Exception as exc:  # the rest of the headline stands without them
+                verdicts = []
+                page.paragraph(f"The verdicts could not be read ({exception_line(exc, 200)}); "
+                               f"rebuild them with aorta agree {output}.", "bad")
             page.heading("Do the profilers agree?", 3)
             page.table(["what", "verdict"], [
                 [what, Markup(f"<span class={_status_css(status)}>{html.escape(text)}</span>"

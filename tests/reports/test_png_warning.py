@@ -19,8 +19,9 @@ import pytest
 
 from aorta_core.reports.figures import find_browser
 
-#: A payload that reports a metric, so the report has two figures (wall time and the metric).
-PAYLOAD = ("import json, os; json.dump({'step_ms': 3}, "
+#: A payload that reports a metric differing by trial, so the report has two figures (wall time
+#: and the metric; a metric the same in every trial is folded into a line, not plotted).
+PAYLOAD = ("import json, os; json.dump({'step_ms': 3 + int(os.environ['AORTA_TRIAL'])}, "
            "open(os.environ['AORTA_METRICS_PATH'], 'w'))")
 KALEIDO_ONLY = ("aorta: warning: PNGs skipped: kaleido is not installed; to get them, "
                 "pip install 'aorta-core[report]'")
