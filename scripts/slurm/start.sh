@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A one-host Slurm for tests and CI: munged, slurmctld and slurmd (Debian's slurm-wlm 22.05), all
+# state, logs, pids, sockets and the munge key inside STATE_DIR; no cgroups, no slurmdbd.
+#
+# Usage: scripts/slurm/start.sh STATE_DIR     (then: export SLURM_CONF=STATE_DIR/slurm.conf)
+#        scripts/slurm/stop.sh STATE_DIR
+# Two nodes, node1 and node2, each a slurmd on this host (NodeHostname=localhost, its own Port;
+# Debian's 22.05 slurmd runs several per host) with this host's CPUs. Jobs' history: squeue / scontrol while
+# they are kept (MinJobAge=3600) and STATE_DIR/jobcomp.txt (jobcomp/filetxt) once they end;
+# sacct needs slurmdbd, which this cluster does not run.
+# Env: SLURM_PORT_BASE (default 16817: slurmctld on it, node1's slurmd on it + 1, node2's + 2).
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+  sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 1
+fi
+for tool in munged mungekey slurmctld slurmd sinfo; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    echo "error: $tool not found; install it with: apt-get install -y slurm-wlm munge" >&2; exit 1; }
+done
+mkdir -p "$1"
+state=$(cd "$1" && pwd)
+[[ -e $state/slurm.conf ]] && {
+  echo "error: $state already holds a cluster (slurm.conf); stop it with scripts/slurm/stop.sh $state or use an empty folder" >&2
+  exit 1; }
+port=${SLURM_PORT_BASE:-16817}
+cpus=$(nproc)
+mkdir -p "$state"/{munge,ctld,spool,log}
+chmod 700 "$state/munge"
+
+# munge: its own key and socket (slurm finds the socket through AuthInfo)
+mungekey --create --keyfile="$state/munge/munge.key" --force 2>/dev/null \
+  || dd if=/dev/urandom of="$state/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$state/munge/munge.key"
+munged --force --key-file="$state/munge/munge.key" --socket="$state/munge/munge.socket" \
+  --pid-file="$state/munge/munged.pid" --log-file="$state/log/munged.log" \
+  --seed-file="$state/munge/munged.seed"
+
+cat > "$state/slurm.conf" <<CONF
+ClusterName=aorta
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$port
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$state/munge/munge.socket
+StateSaveLocation=$state/ctld
+SlurmdSpoolDir=$state/spool/%n
+SlurmctldPidFile=$state/slurmctld.pid
+SlurmdPidFile=$state/slurmd-%n.pid
+SlurmctldLogFile=$state/log/slurmctld.log
+SlurmdLogFile=$state/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$state/jobcomp.txt
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+ReturnToService=2
+MinJobAge=3600
+KillWait=5
+InactiveLimit=0
+MpiDefault=none
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=$cpus
+NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=$cpus
+PartitionName=debug Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+
+export SLURM_CONF=$state/slurm.conf
+slurmctld -f "$SLURM_CONF"
+slurmd -f "$SLURM_CONF" -N node1
+slurmd -f "$SLURM_CONF" -N node2
+for _ in $(seq 60); do
+  if [[ $(sinfo -h -N -o '%t' 2>/dev/null | sort -u) == idle ]]; then
+    echo "slurm up: export SLURM_CONF=$SLURM_CONF"
+    sinfo
+    exit 0
+  fi
+  sleep 0.5
+done
+echo "error: the nodes are not idle after 30 s (sinfo: $(sinfo -h -N -o '%N %t %E' 2>&1)); see $state/log/" >&2
+exit 1
