@@ -122,10 +122,12 @@ def cmd_matrix(ns: argparse.Namespace) -> int:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
-    registry = load_registry_or_exit()
+    registry = load_registry_or_exit(ns.collector)  # imports no other collector
     collector = registry.collectors.get(ns.collector)
     if collector is None:
-        names = ", ".join(registry.collectors) or "none"
+        from aorta_core.engine.plugins import option_names
+
+        names = ", ".join(option_names()) or "none"
         error_line(f"unknown collector {ns.collector!r}; installed: {names}")
         return 2
     folder = Path(ns.artifact_dir)
@@ -331,27 +333,38 @@ def _argument(parse):
     return convert
 
 
-def _add_timeline_parser(sub) -> None:
-    from aorta_core.reports.timeline import parse_ints, parse_window
+def _timeline_value(name: str):
+    """``reports.timeline``'s parser ``name``, imported at the first value it reads: the
+    timeline's module (numpy, the report helpers) is no start-up cost of other commands."""
+    def parse(text: str):
+        from aorta_core.reports import timeline
 
+        return getattr(timeline, name)(text)
+    return _argument(parse)
+
+
+def _add_timeline_parser(sub) -> None:
+    parse_ints, parse_window = _timeline_value("parse_ints"), _timeline_value("parse_window")
     t = sub.add_parser("timeline", help="merge a trial's traces into one Perfetto/chrome "
                                         "trace (every trial of a sweep output)")
     t.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
     t.add_argument("--output", help="the file to write for one trial (default "
                                     "<trial>/timeline.json; .json.gz compresses)")
-    t.add_argument("--ranks", type=_argument(parse_ints), help="ranks to keep, e.g. 0,1 or 0-3")
-    t.add_argument("--steps", type=_argument(parse_ints),
+    t.add_argument("--ranks", type=parse_ints, help="ranks to keep, e.g. 0,1 or 0-3")
+    t.add_argument("--steps", type=parse_ints,
                    help="ProfilerStep#N / benchmark steps to keep, e.g. 3-5")
-    t.add_argument("--window", type=_argument(parse_window), metavar="START:END",
+    t.add_argument("--window", type=parse_window, metavar="START:END",
                    help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
     t.set_defaults(func=cmd_timeline)
 
 
-def _add_diagnose_parser(sub) -> None:
-    from aorta_core.reports.diagnose import MIN_EXCESS_MS, MIN_EXCESS_PCT
-
+def _add_diagnose_parser(sub, command: str | None) -> None:
     d = sub.add_parser("diagnose", help="why is a step slow: each rank's step time by part, "
                                         "stragglers and findings, into <trial>/diagnosis.json")
+    if command not in (None, "diagnose"):  # its defaults are in reports.diagnose (numpy): not
+        return                             # imported for `aorta parse` and the other tools
+    from aorta_core.reports.diagnose import MIN_EXCESS_MS, MIN_EXCESS_PCT
+
     d.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
     d.add_argument("--min-excess-ms", type=float, default=MIN_EXCESS_MS,
                    help=f"a straggler is this many ms/step slower at least ({MIN_EXCESS_MS:g})")
@@ -402,7 +415,9 @@ def _add_report_parsers(sub) -> None:
     a.set_defaults(func=cmd_agree)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The tools' parser; ``command``: the tool being run (the others' arguments may be left
+    out, so that it imports only what that tool needs)."""
     parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed collectors")
@@ -419,7 +434,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_parse)
     _add_report_parsers(sub)
     _add_timeline_parser(sub)
-    _add_diagnose_parser(sub)
+    _add_diagnose_parser(sub, command)
     return parser
 
 
@@ -466,10 +481,21 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
     if "--version" in split_command(args)[0]:
         return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
-        return _parser().parse_args(args)
+        _one_blas_thread()
+        return _parser(args[0]).parse_args(args)
     if args and args[0] != "sweep" and is_command_name(args[0]):
         return _collector_command(args[0], args[1:])
     return None
+
+
+def _one_blas_thread() -> None:
+    """The tools do interval and table arithmetic, never linear algebra: numpy's OpenBLAS
+    starting a thread per core costs ~70 ms of a tool's start-up (and each parse worker's). Only
+    for the tools (a sweep's workloads keep their threads) and unless the user chose a number."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if name in os.environ:
+            return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def _collector_command(name: str, args: list[str]) -> argparse.Namespace | None:

@@ -21,11 +21,12 @@ def _output_arg(output: Path) -> str:
     return f"output={quote(str(output))}"
 
 
-def load_registry_or_exit():
+def load_registry_or_exit(only: str | None = None):
+    """The collectors (``only``: just that one), or exit 2 with the strict load's error."""
     from aorta_core.engine.plugins import PluginLoadError, load_registry
 
     try:
-        registry = load_registry()
+        registry = load_registry(only)
     except PluginLoadError as exc:
         error_line(str(exc))
         raise SystemExit(2) from None
