@@ -282,6 +282,61 @@ def _overhead(cell: _Cell, bare: _Cell | None) -> dict[str, Any]:
     return out
 
 
+#: How :func:`_reference_reason` computes the GPU's busy share of the payload's own span.
+BUSY_FORMULA = ("busy share = <collector>_gpu_time_ms / <reference> of the same trial (the sum "
+                "of kernel durations over the payload's own span), median over the collector's "
+                "passing trials; idle = 1 - busy share")
+
+
+def _share(cell: _Cell, reference: str,
+           bare_span: float | None) -> dict[str, Any] | None:
+    """``cell``'s kernel time over the payload's span, trial by trial (the bare cell's median
+    span where the collector's cell has no reference of its own)."""
+    pairs = [(k, r.metrics.get(reference)) for r in cell.passing
+             if (k := _number(r.metrics.get(f"{cell.collector}_gpu_time_ms"))) is not None]
+    same = [(k, span) for k, raw in pairs if (span := _number(raw)) is not None and span > 0]
+    spans = "same trial" if same else "bare cell's median"
+    if not same and bare_span:
+        same = [(k, bare_span) for k, _ in pairs]
+    if not same:
+        return None
+    kernels, span = statistics.median(k for k, _ in same), statistics.median(s for _, s in same)
+    busy = statistics.median(k / s for k, s in same)
+    return {"busy_share": busy, "idle_share": max(0.0, 1.0 - busy), "kernel_ms": kernels,
+            "span_ms": span, "outside_ms": max(0.0, kernels - span), "n": len(same),
+            "span_from": spans}
+
+
+def _reference_reason(cells: list[_Cell], reference: str, entry: dict[str, Any],
+                      tolerance: float) -> dict[str, Any] | None:
+    """Why the payload's own timing disagrees with every comparable profiler's GPU time: the
+    share of its span the GPU was busy (:data:`BUSY_FORMULA`), and kernel time beyond the span.
+    ``None`` when the reference agrees with any of them or nothing can be computed."""
+    sources = entry["sources"]
+    ref = sources.get(REFERENCE)
+    profilers = {n for n, s in sources.items()
+                 if n != REFERENCE and s["n"] and s["comparable"]}
+    if not ref or not ref["n"] or not profilers or any(
+            _gap_pct(ref["median"], sources[n]["median"]) <= tolerance for n in profilers):
+        return None
+    shares = {c.label: share for c in cells if c.label in profilers
+              and (share := _share(c, reference, ref["median"])) is not None}
+    if not shares:
+        return None
+    busy = statistics.median(s["busy_share"] for s in shares.values())
+    each = ", ".join(f"{n} {s['kernel_ms']:.4g} ms of kernels in {s['span_ms']:.4g} ms"
+                     for n, s in shares.items())
+    if busy <= 1.0:
+        text = (f"the GPU was busy {busy * 100:.0f} % of the reference span (idle "
+                f"{(1.0 - busy) * 100:.0f} %): {each}; the span holds more than kernels "
+                "(host work, waits, launches)")
+    else:
+        text = (f"kernel time is {busy:.3g}x the reference span: {each}; kernels fall outside "
+                "the span (or run concurrently on several streams)")
+    return {"busy_share": busy, "idle_share": max(0.0, 1.0 - busy), "collectors": shares,
+            "formula": BUSY_FORMULA, "text": text}
+
+
 def build_agreement(output: Path, tolerance_pct: float | None = None) -> dict[str, Any] | None:
     """The agreement of the ``sweep=agree`` in ``output``; ``None`` when it holds none.
 
@@ -308,6 +363,14 @@ def build_agreement(output: Path, tolerance_pct: float | None = None) -> dict[st
         if metric == "top_kernel_ms":
             _hottest_check(sources, lists)
         metrics[metric] = _judge(metric, sources, tolerance)
+        if metric == "gpu_time_ms" and found:
+            reason = _reference_reason(collectors, reference, metrics[metric], tolerance)
+            metrics[metric]["reference_reason"] = reason
+            if reason is not None:
+                ref_source = metrics[metric]["sources"][REFERENCE]
+                ref_source["verdict"] = f"{ref_source['verdict']}; why: {reason['text']}"
+                if metrics[metric].get("status") == "disagree":
+                    metrics[metric]["verdict"] += f"; the reference: {reason['text']}"
     if found:
         metrics[reference] = _judge(reference, {c.label: _source(c, reference, True)
                                                 for c in cells}, tolerance)
@@ -322,7 +385,8 @@ def build_agreement(output: Path, tolerance_pct: float | None = None) -> dict[st
         "bare": None if bare is None else {"cell": bare.name, "trials": bare.trials,
                                            WALL: _summary(_walls(bare))},
         "collectors": {c.label: {"cell": c.name, "trials": c.trials, "skipped": c.skipped,
-                                 "error": c.error, "times_comparable": c.times_comparable}
+                                 "error": c.error, "times_comparable": c.times_comparable,
+                                 "rounds": c.marker.get("rounds")}
                        for c in collectors},
         "metrics": metrics,
         "overhead": {c.label: _overhead(c, bare) for c in collectors},

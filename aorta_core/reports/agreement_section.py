@@ -38,6 +38,10 @@ def _metric(page: Page, metric: str, entry: dict[str, Any]) -> None:
                [[name, s["metric"], s["cell"], s["median"], s["min"], s["max"], s["mad"],
                  s["n"], s["deviation_pct"], _verdict(s)]
                 for name, s in entry["sources"].items()])
+    reason = entry.get("reference_reason")
+    if reason:
+        page.paragraph(f"Why the reference disagrees with every profiler: {reason['text']}. "
+                       f"Formula: {reason['formula']}.")
 
 
 def _num(value: Any) -> str:
@@ -107,8 +111,9 @@ def agreement_section(page: Page, agreement: dict[str, Any]) -> None:
         f"{'' if reference.get('found') else ' (not written by the payload)'}. Overhead test: "
         f"{agreement.get('test')}, alpha {agreement.get('alpha')}. Every number is in "
         "agreement.json.", "note")
-    page.table(["collector", "cell", "pass", "trials", "times comparable", "left out / error"],
-               [[name, c["cell"], c["trials"]["pass"], c["trials"]["total"],
+    page.table(["collector", "cell", "pass", "trials", "rounds", "times comparable",
+                "left out / error"],
+               [[name, c["cell"], c["trials"]["pass"], c["trials"]["total"], c.get("rounds"),
                  c["times_comparable"], c.get("skipped") or c.get("error") or ""]
                 for name, c in agreement["collectors"].items()])
     for metric, entry in agreement["metrics"].items():
