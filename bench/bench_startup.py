@@ -47,7 +47,7 @@ def main() -> None:
             "python_bare": [sys.executable, "-c", "pass"],
         }
         times: dict[str, list[float]] = {name: [] for name in commands}
-        for name, argv in commands.items():  # warm the file cache
+        for argv in commands.values():  # warm the file cache
             _seconds(argv)
         for _ in range(args.repeat):
             for name, argv in commands.items():

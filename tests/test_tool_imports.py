@@ -52,6 +52,8 @@ def test_parse_torchprof_imports_no_other_tool_or_collector(tmp_path: Path) -> N
     assert json.loads(done.stdout)["torchprof_kernel_count"] == 1
     assert "aorta_torchprof.parse" in modules
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+    # no option given: the defaults as they are, no OmegaConf (a sweep's checks, ~80 ms)
+    assert not modules & {"omegaconf", "yaml"}, sorted(modules & {"omegaconf", "yaml"})
     assert blas == "1"  # the tools run numpy without OpenBLAS's thread per core
 
 
@@ -59,6 +61,13 @@ def test_parse_unknown_collector_still_names_the_installed(tmp_path: Path) -> No
     done, _, _ = _run(["parse", "nope", str(_trace(tmp_path / "tp"))])
     assert done.returncode == 2
     assert "unknown collector 'nope'; installed: " in done.stderr and "torchprof" in done.stderr
+
+
+def test_parse_options_still_checked_as_in_a_sweep(tmp_path: Path) -> None:
+    done, _, _ = _run(["parse", "torchprof", str(_trace(tmp_path / "tp")), "bogus=1"])
+    assert done.returncode == 2 and "bad option for torchprof: Key 'bogus' not in" in done.stderr
+    done, modules, _ = _run(["parse", "torchprof", str(tmp_path / "tp"), "active=2"])
+    assert done.returncode == 0 and "omegaconf" in modules
 
 
 @pytest.mark.parametrize("kind", ["sweep", "overlap"])

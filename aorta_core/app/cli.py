@@ -134,14 +134,8 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     if not folder.is_dir():
         error_line(f"{folder} is not a folder; pass the collector's artifact folder of a trial")
         return 2
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        options = OmegaConf.to_object(OmegaConf.merge(
-            OmegaConf.structured(collector.info.options), OmegaConf.from_dotlist(ns.options)))
-    except OmegaConfBaseException as exc:
-        error_line(f"bad option for {ns.collector}: {' '.join(str(exc).split())}")
+    options = _parse_options(ns.collector, collector.info.options, ns.options)
+    if options is None:
         return 2
     from aorta_core.engine.metrics import Notes, collector_metrics, safe_text
 
@@ -152,6 +146,23 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
     _print_json(metrics, ns.out)
     return 0
+
+
+def _parse_options(name: str, schema: type, dotlist: list[str]):
+    """The collector's options with ``key=value`` applied (OmegaConf, as in a sweep), or its
+    defaults as they are when none is given (no OmegaConf import: ~80 ms of start-up); ``None``
+    after saying why an option is bad."""
+    if not dotlist:
+        return schema()
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema),
+                                                   OmegaConf.from_dotlist(dotlist)))
+    except OmegaConfBaseException as exc:
+        error_line(f"bad option for {name}: {' '.join(str(exc).split())}")
+        return None
 
 
 def _note(line: str) -> None:

@@ -85,7 +85,9 @@ def _distribution(ep: EntryPoint) -> tuple[str, str]:
     return dist.metadata["Name"] or "?", dist.version or "?"
 
 
-def _register(registry: Registry, ep: EntryPoint) -> Collector:
+def _register(registry: Registry, ep: EntryPoint, hydra: bool = True) -> Collector:
+    """Import and check one collector; ``hydra``: also check that a sweep's Hydra config can
+    take its options and find its YAML (a tool that composes no config skips OmegaConf/YAML)."""
     naming(ep.name, "import")
     module = ep.load()
     registry.manager.register(module, name=ep.name)
@@ -97,8 +99,12 @@ def _register(registry: Registry, ep: EntryPoint) -> Collector:
         if ep.name not in {i.plugin_name for i in registry.manager.hook.wrap_argv.get_hookimpls()}:
             raise TypeError("no wrap_argv hook: a collector must return the launch it measures "
                             "(unchanged when the workload measures itself)")
-        _check_options_type(info.options)
-        if info.config_package is not None:  # otherwise searchpath generates the option
+        if not (isinstance(info.options, type) and is_dataclass(info.options)):
+            raise TypeError(f"CollectorInfo.options must be a dataclass type, not "
+                            f"{info.options!r:.60}")
+        if hydra:
+            _check_options_type(info.options)
+        if hydra and info.config_package is not None:  # else searchpath generates the option
             _check_option_file(ep.name, info.config_package)
     except BaseException:
         registry.manager.unregister(name=ep.name)
@@ -115,8 +121,6 @@ def _check_options_type(options: object) -> None:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    if not (isinstance(options, type) and is_dataclass(options)):
-        raise TypeError(f"CollectorInfo.options must be a dataclass type, not {options!r:.60}")
     try:
         OmegaConf.structured(options)
     except OmegaConfBaseException as exc:
@@ -189,7 +193,8 @@ def option_names() -> list[str]:
 @functools.cache
 def load_registry(only: str | None = None) -> Registry:
     """Load every installed collector once per process; with ``only``, just that collector (a
-    tool that needs one, e.g. ``aorta parse``, imports no other plugin)."""
+    tool that needs one, e.g. ``aorta parse``, imports no other plugin), without the checks
+    that concern only a sweep's Hydra config (OmegaConf and YAML stay unimported)."""
     manager = pluggy.PluginManager("aorta")
     manager.add_hookspecs(hookspecs)
     registry = Registry(manager)
@@ -208,7 +213,7 @@ def load_registry(only: str | None = None) -> Registry:
             registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
             continue
         # Isolated: an import that raises, exits or hangs costs only this collector.
-        outcome = call_hook(lambda e=ep: _register(registry, e))
+        outcome = call_hook(lambda e=ep: _register(registry, e, hydra=only is None))
         if outcome.failure is not None:
             if strict:
                 raise PluginLoadError(
