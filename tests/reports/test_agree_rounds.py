@@ -101,6 +101,9 @@ def test_incomparable_collector_runs_one_round_with_estimates_and_reason(plugin_
     assert agreement["collectors"]["replay"]["rounds"] == 1
     assert agreement["collectors"]["replay"]["trials"]["total"] == 1
     assert agreement["collectors"]["kern"]["rounds"] == 3
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert {c["cell"]: c["agree"]["rounds"] for c in matrix["cells"]} == {
+        "bare": 3, "kern": 3, "replay": 1}
     gpu = agreement["metrics"]["gpu_time_ms"]
     assert gpu["sources"]["replay"]["status"] == "not comparable"
     reason = gpu["reference_reason"]
