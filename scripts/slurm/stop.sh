@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop what scripts/slurm/start.sh STATE_DIR started: slurmd, slurmctld, munged (by their pid
+# Stop what scripts/slurm/start.sh STATE_DIR started: slurmd, slurmctld, slurmdbd, MariaDB, munged (by their pid
 # files in STATE_DIR), waiting until each has gone. Safe to run twice or on a half-started folder.
 set -uo pipefail
 
@@ -8,7 +8,8 @@ if [[ $# -ne 1 ]]; then
   exit 1
 fi
 state=$1
-for pidfile in "$state"/slurmd-*.pid "$state/slurmctld.pid" "$state/munge/munged.pid"; do
+for pidfile in "$state"/slurmd-*.pid "$state/slurmctld.pid" "$state/slurmdbd.pid" \
+    "$state/mariadb.pid" "$state/munge/munged.pid"; do
   [[ -s $pidfile ]] || continue
   pid=$(<"$pidfile")
   kill -TERM "$pid" 2>/dev/null || continue
