@@ -8,7 +8,13 @@ import warnings
 import parallel_tasks
 import pytest
 
-from aorta_core.api.parallel import WORKERS_ENV, available_memory, decoded_bytes, parallel_map
+from aorta_core.api.parallel import (
+    WORKERS_ENV,
+    available_memory,
+    decoded_bytes,
+    parallel_map,
+    shared_workers,
+)
 
 
 def test_values_come_back_in_order_from_other_processes() -> None:
@@ -62,3 +68,31 @@ def test_decoded_bytes_reads_the_gzip_trailer(tmp_path) -> None:
     (tmp_path / "a.json.gz").write_bytes(gzip.compress(b"x" * 100_000))
     assert decoded_bytes(tmp_path / "a.json") == 1000
     assert decoded_bytes(tmp_path / "a.json.gz") == 100_000
+
+
+def test_calls_inside_shared_workers_reuse_one_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with shared_workers():
+            first = {d.value[1] for d in parallel_map(parallel_tasks.square, range(4), workers=2)}
+            monkeypatch.setenv("AORTA_TEST_SHARED", "second call")  # seen by the kept workers
+            envs = [d.value for d in parallel_map(parallel_tasks.env, ["AORTA_TEST_SHARED"] * 2,
+                                                   workers=2)]
+            second = {d.value[1] for d in parallel_map(parallel_tasks.square, range(4),
+                                                        workers=2)}
+            # a worker killed in a shared pool costs its item; the next call gets a new pool
+            done = {d.item: d for d in parallel_map(parallel_tasks.fail_on, [0, 3, 4],
+                                                    workers=2)}
+            after = {d.value[1] for d in parallel_map(parallel_tasks.square, range(4),
+                                                       workers=2)}
+        apart = [{d.value[1] for d in parallel_map(parallel_tasks.square, range(4), workers=2)}
+                 for _ in range(2)]
+    assert os.getpid() not in first and second == first, "the second call started new workers"
+    assert envs == ["second call"] * 2
+    assert "worker process died" in done[3].error and done[4].value == 4
+    assert after and not after & first and os.getpid() not in after
+    for pid in first | after:  # the block's end ended its workers
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not apart[0] & apart[1], "outside the block each call has its own workers"

@@ -17,7 +17,10 @@ events), and a file that exhausts memory costs that file, never the caller:
 - warnings ``fn`` emits in a worker are re-emitted here, so ``warnings.catch_warnings`` around
   the call (a collector hook's isolation) records them as if ``fn`` had run in-process;
 - workers get the caller's environment as it is at the call, so the read limit
-  (``AORTA_READ_LIMIT_MB``) holds there too.
+  (``AORTA_READ_LIMIT_MB``) holds there too;
+- inside :func:`shared_workers` (a command that maps several times, e.g. every trial's
+  traces), the calls share one pool: its workers start once, keep the modules ``fn`` imported,
+  and end when the block does; outside it each call starts and ends its own.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import resource
 import signal
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -35,7 +39,7 @@ from aorta_core.api.oneline import exception_line
 
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first pool: every
     import multiprocessing.context  # aorta command imports this module, few start a pool
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: Caps the worker processes of every :func:`parallel_map` (e.g. ``1`` on a shared login node).
 WORKERS_ENV = "AORTA_WORKERS"
@@ -125,8 +129,13 @@ def _call(fn: Callable[[Any], T], item: Any) -> Mapped[T]:
         return Mapped(item, error=exception_line(exc))
 
 
-def _run(fn: Callable[[Any], T], item: Any) -> tuple[Mapped[T], list]:
-    """In a worker: what ``fn(item)`` gave, and the warnings it emitted."""
+def _run(fn: Callable[[Any], T], item: Any, environ: dict[str, str] | None = None
+         ) -> tuple[Mapped[T], list]:
+    """In a worker: what ``fn(item)`` gave, and the warnings it emitted; ``environ``: the
+    caller's environment at this call (a shared pool's worker outlives the call it began in)."""
+    if environ is not None and environ != os.environ:
+        os.environ.clear()
+        os.environ.update(environ)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mapped = _call(fn, item)
@@ -154,6 +163,60 @@ def _start_worker(environ: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(environ)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+#: Inside :func:`shared_workers`: the pool kept for the block's calls (``None`` until the
+#: first starts one); ``_SHARED_OFF`` outside any block.
+_SHARED_OFF = object()
+_shared: Any = _SHARED_OFF
+
+
+@contextmanager
+def shared_workers() -> Iterator[None]:
+    """Within the block, :func:`parallel_map` calls share one pool of worker processes: started
+    by the first call that needs workers, with their imports done once per worker, and ended
+    when the block ends. The memory plan is per call as ever (the pool's idle workers hold
+    little; each call measures what is available when it starts). Nested blocks share the
+    outer one's pool."""
+    global _shared
+    if _shared is not _SHARED_OFF:
+        yield
+        return
+    _shared = None
+    try:
+        yield
+    finally:
+        pool, _shared = _shared, _SHARED_OFF
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _new_pool(fn: Callable[[Any], Any], count: int) -> ProcessPoolExecutor:
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(count, mp_context=_context(fn), initializer=_start_worker,
+                               initargs=(dict(os.environ),))
+
+
+def _pool(fn: Callable[[Any], Any], count: int, alone: bool) -> tuple[ProcessPoolExecutor, bool]:
+    """A pool of ``count`` workers or more, and whether it is the shared one (kept at the end
+    of the call). ``alone``: one-worker pools that find which item killed its worker."""
+    global _shared
+    if _shared is _SHARED_OFF or alone:
+        return _new_pool(fn, count), False
+    if _shared is not None and _shared._max_workers < count:
+        _shared.shutdown(wait=True)
+        _shared = None
+    if _shared is None:
+        _shared = _new_pool(fn, count)
+    return _shared, True
+
+
+def _drop_shared(pool: ProcessPoolExecutor) -> None:
+    """Forget the shared pool (broken, or its call was interrupted): the next call starts one."""
+    global _shared
+    if _shared is pool:
+        _shared = None
 
 
 def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
@@ -189,22 +252,20 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
     """Schedule on a pool, at most ``count`` items and ``free`` bytes in flight. A pool broken
     by a dead worker is replaced by one-worker pools for what was left, so the item that dies
     alone is the one that gets the error."""
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     pending = [i for i in range(len(items)) if i not in refused]
     done: dict[int, Mapped[T]] = {i: _refuse(items[i], needs[i], free) for i in refused}
-    emitted = 0
+    emitted, alone, environ = 0, False, dict(os.environ)
     while pending:
-        pool = ProcessPoolExecutor(count, mp_context=_context(fn), initializer=_start_worker,
-                                   initargs=(dict(os.environ),))
+        pool, shared = _pool(fn, count, alone)
         running: dict[int, Future] = {}
         try:
             while pending or running:
                 while pending and len(running) < count and (not running or free is None or sum(
                         needs[i] for i in running) + needs[pending[0]] <= free):
                     i = pending.pop(0)
-                    running[i] = pool.submit(_run, fn, items[i])
+                    running[i] = pool.submit(_run, fn, items[i], environ)
                 finished = _wait_one(running)
                 done[finished], caught = running[finished].result()  # raises if it died
                 del running[finished]
@@ -214,19 +275,24 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
                     yield done.pop(emitted)
                     emitted += 1
         except BrokenProcessPool:
-            if count == 1:  # it died alone: that item is the culprit
+            shared = False
+            _drop_shared(pool)
+            if alone:  # it died alone: that item is the culprit
                 culprit = min(running)
                 done[culprit] = Mapped(items[culprit], error="its worker process died (killed "
                                        "by the system, e.g. out of memory, or a native crash)",
                                        memory=True)
                 running.pop(culprit)
-            pending, count = sorted([*running, *pending]), 1
+            pending, count, alone = sorted([*running, *pending]), 1, True
         except BaseException:  # Ctrl-C or the caller stopped early: end the workers now
+            shared = False
+            _drop_shared(pool)
             for proc in list((getattr(pool, "_processes", None) or {}).values()):
                 proc.terminate()
             raise
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if not shared:
+                pool.shutdown(wait=True, cancel_futures=True)
     while emitted in done:
         yield done.pop(emitted)
         emitted += 1

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from aorta_core.api.parallel import shared_workers
 from aorta_core.app.plugin_commands import is_command_name
 from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
 from aorta_core.engine.argv import split_command
@@ -479,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if "out" not in tool:  # a collector's command prints where it likes
                 tool.out = out = _own_stdout()
-            status = tool.func(tool)
+            with shared_workers():  # a tool's parallel_map calls start their workers once
+                status = tool.func(tool)
         out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
