@@ -1,0 +1,222 @@
+"""64 ranks: `aorta parse torchprof`, `aorta report overlap` and `aorta timeline --ranks` over a
+generated capture, wall time and peak memory (parent and worker processes).
+
+The capture is ``bench_timeline.make_capture``'s: per rank, the real H200 benchmark trace (the
+torchprof fixture) repeated ``--tiles`` times (~7.3 MB a tile), in
+``trial_000/torchprof/rank<R>/``, plus each rank's benchmark JSONL (the overlap report's input).
+``cpu_control_ratio``: as many CPU-bound interpreters as cores at once vs one after another
+(1/cores on an idle machine; near 1 when other work holds the cores). Each command runs the
+real CLI (``aorta_core.app.cli.main``) in a fresh subprocess that samples
+the VmHWM of its descendants (the parse workers, forked by the forkserver) every 10 ms.
+
+Reference, measured in the same run: the same parse with ``AORTA_WORKERS=1`` (one file after
+another in one process: the sum of the per-file parse times). Targets (issue 27):
+- 64 ranks: parse wall <= 1.3 x (sum of per-file parse times / cores);
+- each worker's peak <= 2.5 x the largest file, the parent's added peak <= 0.25 x one file
+  (``*_added``: above the process's RSS before the command; the whole RSS is given too);
+- 8 ranks (``--eight``): parallel <= 0.6 x sequential on 2 cores (0.2 x on 16).
+On 2 cores use small files (``--tiles 1``: ~7 MB); the issue's 100-200 MB per rank
+(``--tiles 20``, ~9.4 GB for 64 ranks) is for a big machine (e.g. the 16-core H200 host).
+
+    python bench/bench_ranks.py [--ranks 64] [--tiles 1] [--repeat 1] [--eight] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench_parallel_parse import cpu_control
+from bench_timeline import make_capture
+
+
+def _children() -> dict[int, list[int]]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    return parents
+
+
+def _status(pid: int | str, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _measure(kind: str, trial: Path, result: Path) -> None:
+    """In this fresh process: run the command through the real CLI; wall time, own peak RSS,
+    and each worker's (children of the forkserver) peak RSS and the forkserver's."""
+    # imported first: start-up, not the command's memory (`before` counts them)
+    import importlib
+
+    from aorta_core.app.cli import main
+
+    for module in ("aorta_torchprof.parse", "aorta_core.reports.overlap_report",
+                   "aorta_core.reports.timeline"):
+        importlib.import_module(module)
+
+    out = trial.parent / f"out_{kind}"
+    ranks = len(list(trial.glob("torchprof/rank*")))
+    out.mkdir(parents=True, exist_ok=True)
+    argv = {
+        "parse": ["parse", "torchprof", str(trial / "torchprof")],
+        "parse_sequential": ["parse", "torchprof", str(trial / "torchprof")],
+        "overlap": ["report", "overlap", "--log-dir", str(trial / "benchmark"), "--output",
+                    str(out), "--no-png"],
+        "timeline": ["timeline", str(trial), "--ranks", f"0-{ranks - 1}", "--output",
+                     str(out / "timeline.json")],
+    }[kind]
+    workers: dict[int, int] = {}
+    servers: dict[int, int] = {}
+    stop = threading.Event()
+    me = os.getpid()
+
+    def sample() -> None:  # VmHWM only grows: the last sample of a process is its peak
+        while not stop.wait(0.01):
+            tree = _children()
+            for child in tree.get(me, []):
+                grandchildren = tree.get(child, [])
+                if grandchildren:  # the forkserver: its children are the workers
+                    servers[child] = max(servers.get(child, 0), _status(child, "VmHWM"))
+                for pid in grandchildren:
+                    workers[pid] = max(workers.get(pid, 0), _status(pid, "VmHWM"))
+
+    before = _status("self", "VmRSS")
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    status = main(argv)
+    seconds = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    result.write_text(json.dumps({
+        "kind": kind, "status": status, "seconds": seconds, "parent_rss_before": before,
+        "parent_peak": _status("self", "VmHWM"),
+        "worker_peaks": sorted(workers.values(), reverse=True),
+        "forkserver_peak": max(servers.values(), default=0)}))
+
+
+def _run(kind: str, trial: Path) -> dict:
+    env = dict(os.environ)
+    env.pop("AORTA_WORKERS", None)
+    if kind == "parse_sequential":
+        env["AORTA_WORKERS"] = "1"
+    result = trial.parent / f"result_{kind}.json"
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, __file__, "--measure", kind, str(trial), str(result)],
+                          env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0 or not result.exists():
+        raise SystemExit(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
+    row = json.loads(result.read_text())
+    row["process_wall_s"] = wall  # with the interpreter's start and exit
+    return row
+
+
+def _eight(root: Path, tiles: int, repeat: int) -> dict:
+    trial = root / "eight" / "trial_000"
+    make_capture(trial, 8, tiles)
+    seq, par = [], []
+    for _ in range(repeat):
+        seq.append(_run("parse_sequential", trial)["process_wall_s"])
+        par.append(_run("parse", trial)["process_wall_s"])
+    return {"ranks": 8, "sequential_s": round(statistics.median(seq), 3),
+            "parallel_s": round(statistics.median(par), 3),
+            "parallel_vs_sequential": round(statistics.median(par) / statistics.median(seq), 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, default=64)
+    parser.add_argument("--tiles", type=int, default=1,
+                        help="fixture copies per rank, ~7.3 MB each (20: ~150 MB a rank)")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--eight", action="store_true",
+                        help="also 8 ranks, sequential vs parallel (the 0.6x / 0.2x target)")
+    parser.add_argument("--keep", type=Path, help="write the capture here and keep it")
+    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        _measure(args.measure[0], Path(args.measure[1]), Path(args.measure[2]))
+        return
+    cores = len(os.sched_getaffinity(0))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.keep or Path(tmp)
+        trial = root / "trial_000"
+        start = time.perf_counter()
+        capture = make_capture(trial, args.ranks, args.tiles)
+        generate_s = time.perf_counter() - start
+        sizes = [p.stat().st_size for p in trial.glob("torchprof/rank*/*.json")]
+        rows: dict[str, list[dict]] = {}
+        for _ in range(args.repeat):
+            for kind in ("parse_sequential", "parse", "overlap", "timeline"):
+                rows.setdefault(kind, []).append(_run(kind, trial))
+        eight = _eight(root, args.tiles, max(args.repeat, 3)) if args.eight else None
+        control = cpu_control(cores)
+    largest = max(sizes)
+
+    def med(kind: str, key: str) -> float:
+        return statistics.median(r[key] for r in rows[kind])
+
+    summary: dict = {"bench": "ranks", "cores": cores, "ranks": args.ranks,
+                     "tiles": args.tiles, "largest_file_bytes": largest,
+                     "files_bytes_total": capture["input_bytes"],
+                     "generate_s": round(generate_s, 1), "repeat": args.repeat,
+                     "sum_per_file_parse_s": round(med("parse_sequential", "seconds"), 3),
+                     "cpu_control_ratio": round(control, 3)}
+    for kind in ("parse", "overlap", "timeline"):
+        worst = max(rows[kind], key=lambda r: r["parent_peak"])
+        summary[kind] = {
+            "wall_s": round(med(kind, "seconds"), 3),
+            "process_wall_s": round(med(kind, "process_wall_s"), 3),
+            "status": worst["status"],
+            "parent_peak_mb": round(worst["parent_peak"] / 1e6, 1),
+            "parent_peak_added_vs_file": round(
+                (worst["parent_peak"] - worst["parent_rss_before"]) / largest, 3),
+            "workers": len(worst["worker_peaks"]),
+        }
+        if worst["worker_peaks"]:
+            base = worst["forkserver_peak"]
+            summary[kind]["worker_peak_mb"] = round(worst["worker_peaks"][0] / 1e6, 1)
+            summary[kind]["worker_peak_vs_file"] = round(worst["worker_peaks"][0] / largest, 3)
+            summary[kind]["worker_peak_added_vs_file"] = round(
+                (worst["worker_peaks"][0] - base) / largest, 3)
+    bound = summary["sum_per_file_parse_s"] / cores
+    summary["parse_wall_vs_sum_per_cores"] = round(summary["parse"]["wall_s"] / bound, 3)
+    summary["parse_process_wall_vs_sum_per_cores"] = round(
+        summary["parse"]["process_wall_s"] / bound, 3)
+    if eight is not None:
+        summary["eight"] = eight
+        summary["eight"]["target_ratio"] = 0.6 if cores <= 2 else 0.2
+    parse = summary["parse"]
+    summary["targets_met"] = {
+        "parse_wall": summary["parse_wall_vs_sum_per_cores"] <= 1.3,
+        "worker_peak_added": parse.get("worker_peak_added_vs_file", 0) <= 2.5,
+        "parent_peak_added": parse["parent_peak_added_vs_file"] <= 0.25,
+        **({"eight": eight["parallel_vs_sequential"] <= summary["eight"]["target_ratio"]}
+           if eight else {}),
+    }
+    print(json.dumps(summary, indent=1), file=sys.stderr)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
