@@ -1,6 +1,7 @@
 """Sessions: lint, tests, third_party (a real pip install of an outside collector), install_modes
 (the aorta_core.conf tree from an editable install, a wheel and a checkout; from the wheels, the
-grid and default sweeps), gpu (the tests marked gpu, on a GPU machine's own torch), bench, demo.
+grid and default sweeps), gpu (the tests marked gpu, on a GPU machine's own torch), slurm (the
+tests marked slurm, on a one-host Slurm started here), bench, demo.
 
 torch and triton are pinned here (and only here) to the CPU wheels the project tests against;
 aorta's own metadata keeps loose lower bounds so that it never replaces a user's torch.
@@ -17,6 +18,7 @@ from datetime import date
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["lint", "tests", "third_party", "install_modes"]
 nox.options.default_venv_backend = "venv"
@@ -82,6 +84,36 @@ def gpu(session: nox.Session) -> None:
     GPU every test skips, naming the reason.
     """
     session.run(sys.executable, "-m", "pytest", "-m", "gpu", *session.posargs, external=True)
+
+
+#: What scripts/slurm/start.sh runs, from Debian's packages.
+SLURM_APT = ("slurm-wlm", "slurmdbd", "munge", "mariadb-server")
+
+
+@nox.session
+def slurm(session: nox.Session) -> None:
+    """The tests marked slurm (``pytest -m slurm``) on a real Slurm of this host: munged,
+    slurmdbd, slurmctld and two slurmd started by scripts/slurm/start.sh in a fresh state folder
+    (apt-installed when missing; root needed), stopped at the end whatever the tests did."""
+    missing = [tool for tool in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")
+               if shutil.which(tool) is None]
+    if missing:
+        if shutil.which("apt-get") is None:
+            session.skip(f"no {', '.join(missing)} and no apt-get to install them")
+        try:
+            session.run("apt-get", "install", "-y", "--no-install-recommends", *SLURM_APT,
+                        external=True, silent=True, env={"DEBIAN_FRONTEND": "noninteractive"})
+        except CommandFailed:
+            session.skip(f"apt-get could not install {' '.join(SLURM_APT)} (root needed)")
+    _install_everything(session)
+    state = Path(session.create_tmp()).resolve() / "slurm"
+    shutil.rmtree(state, ignore_errors=True)
+    try:
+        session.run("bash", str(ROOT / "scripts/slurm/start.sh"), str(state), external=True)
+        session.run("pytest", "-m", "slurm", *session.posargs,
+                    env={"SLURM_CONF": str(state / "slurm.conf")})
+    finally:
+        session.run("bash", str(ROOT / "scripts/slurm/stop.sh"), str(state), external=True)
 
 
 @nox.session

@@ -1,0 +1,116 @@
+"""Sweeps on a real Slurm (``pytest -m slurm``; ``nox -s slurm`` starts one on this host with
+scripts/slurm/start.sh and points ``SLURM_CONF`` at it). Skipped, with the reason, where no
+cluster answers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_helpers import records, run_aorta
+from needs import needs
+
+SUBMITIT = "hydra_plugins.hydra_submitit_launcher"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cluster() -> str | None:
+    """Why no cluster can be used here, or None."""
+    if shutil.which("sinfo") is None:
+        return "no sinfo: install slurm-wlm, or run nox -s slurm"
+    if not os.environ.get("SLURM_CONF"):
+        return "SLURM_CONF is unset: start a cluster (scripts/slurm/start.sh DIR) or nox -s slurm"
+    done = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30)
+    if done.returncode != 0 or "idle" not in done.stdout:
+        return f"no idle Slurm node (sinfo: {(done.stderr or done.stdout).strip()[:200]})"
+    return None
+
+
+pytestmark = [pytest.mark.slurm, pytest.mark.skipif(_cluster() is not None,
+                                                    reason=_cluster() or "")]
+
+#: The launcher on this cluster: no GPUs, one CPU a cell, no memory request.
+SLURM = ["hydra/launcher=aorta_slurm", "hydra.launcher.gpus_per_node=0",
+         "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null"]
+
+
+def _sacct(*args: str) -> list[list[str]]:
+    done = subprocess.run(["sacct", "-X", "-n", "-P", *args], capture_output=True, text=True,
+                          check=True, timeout=30)
+    return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+def _job_ids(out: Path) -> set[str]:
+    """The array jobs submitit submitted for this sweep (its folders are named by job id)."""
+    return {p.name.split("_")[0] for p in (out / ".submitit").iterdir() if p.name[0].isdigit()}
+
+
+def _shape(recs: list[dict]) -> list[tuple]:
+    return sorted((r["cell"], r["trial"], r["verdict"], tuple(sorted(r["metrics"])))
+                  for r in recs)
+
+
+@needs(SUBMITIT, "aorta_rusage")
+def test_a_sweep_runs_its_cells_as_slurm_jobs_and_records_what_a_local_run_does(tmp_path: Path):
+    argv = ["sweep=repeat", "trials=2", "+cell=1,2", "collector=rusage", "--",
+            sys.executable, "-c", "pass"]
+    out = tmp_path / "slurm"
+    done = run_aorta(["-m", *SLURM, f"output={out}", *argv], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (job,) = _job_ids(out)
+    tasks = _sacct("-j", job, "-o", "JobID,JobName,State")
+    assert sorted(t[0] for t in tasks) == [f"{job}_0", f"{job}_1"]
+    assert {(t[1], t[2]) for t in tasks} == {("aorta", "COMPLETED")}
+    local = tmp_path / "local"
+    done = run_aorta(["-m", f"output={local}", *argv], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _shape(records(out)) == _shape(records(local))
+    assert len(records(out)) == 4
+
+
+def _wait_for(what, timeout_s: float = 120):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"gave up after {timeout_s} s waiting for {what.__doc__}")
+
+
+@needs(SUBMITIT)
+def test_scancel_of_a_running_cell_leaves_a_sweep_that_resumes_with_only_the_missing_trials(
+        tmp_path: Path):
+    out = tmp_path / "out"
+    argv = ["-m", *SLURM, "sweep=repeat", "trials=4", f"output={out}", "--", "sleep", "1.5"]
+    sweep = subprocess.Popen([sys.executable, "-m", "aorta_core", *argv], cwd=tmp_path,
+                             env={**os.environ, "AORTA_REPORT_PNG": "0"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def running():
+            """a running aorta job with a trial recorded"""
+            jobs = subprocess.run(["squeue", "-h", "-t", "R", "-n", "aorta", "-o", "%i"],
+                                  capture_output=True, text=True).stdout.split()
+            return jobs if jobs and records(out) else None
+
+        (job,) = _wait_for(running)
+        subprocess.run(["scancel", job], check=True)
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        sweep.kill()
+    assert sweep.returncode != 0
+    assert stderr.strip().splitlines()[-1].startswith("aorta: error:"), stderr
+    _wait_for(lambda: _sacct("-j", job.split("_")[0], "-o", "State") == [["CANCELLED"]]
+              or None)
+    before = {(r["cell"], r["trial"]): r["recorded_at_unix"] for r in records(out)}
+    assert 1 <= len(before) < 4
+    done = run_aorta(argv, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = {(r["cell"], r["trial"]): r["recorded_at_unix"] for r in records(out)}
+    assert len(after) == 4 and all(after[k] == t for k, t in before.items())
+    assert len(_job_ids(out)) == 2
