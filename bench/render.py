@@ -40,6 +40,16 @@ TARGETS = {
     "timeline": "8-rank 1.3 GB capture merged by `aorta timeline`: peak memory the merge adds "
                 "<= 1.5x holding one rank's decoded trace, holding all ranks >= 4x the merge's, "
                 "time <= 4x a typed msgspec decode of name/cat/ph/ts/dur of every rank",
+    "startup": "`aorta parse torchprof` of a near-empty trace <= 2x `python -c \"import "
+               "aorta_core\"` (fresh interpreters, interleaved, medians; `before`: the tree "
+               "before issue 27's lazy imports, same run of the same VM)",
+    "ranks": "64 generated rank traces (bench_timeline's capture; `tiles` x ~7.3 MB each) "
+             "through the real `aorta parse torchprof`, `report overlap`, `timeline --ranks`: "
+             "parse wall <= 1.3x (sum of per-file parse times / cores), each worker's peak "
+             "<= 2.5x the largest file, the parent's added peak <= 0.25x one file; 8 ranks "
+             "(`eight`) <= 0.6x sequential on 2 cores. The issue's 100-200 MB per rank "
+             "(`--tiles 20`) is for a big machine. `cpu_control_ratio`: as many CPU-bound "
+             "interpreters as cores at once vs one after another (0.5 on an idle 2-core VM)",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
     "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
                      "<= 2 % step time",
