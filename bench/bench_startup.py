@@ -7,7 +7,7 @@ both. ``aorta report sweep`` of a folder with no sweep (it says so and exits 2) 
 
 Target (issue 27): `aorta parse torchprof` of a near-empty trace <= 2x `import aorta_core`.
 
-    python bench/bench_startup.py [--repeat 15]
+    python bench/bench_startup.py [--repeat 15] [--before DIR]
 """
 
 from __future__ import annotations
@@ -25,15 +25,19 @@ from pathlib import Path
 from bench_torchprof_parse import make_trace
 
 
-def _seconds(argv: list[str]) -> float:
+def _seconds(argv: list[str], env: dict | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   env=env)
     return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--before", type=Path, help="a checkout of an older aorta_core (e.g. "
+                        "`git worktree add /tmp/before <commit>`): its parse is timed too, "
+                        "interleaved, with PYTHONPATH=<it>")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "torchprof"
@@ -46,12 +50,17 @@ def main() -> None:
             "report_sweep_empty": [sys.executable, "-m", "aorta_core", "report", "sweep", tmp],
             "python_bare": [sys.executable, "-c", "pass"],
         }
+        envs: dict[str, dict | None] = dict.fromkeys(commands)
+        if args.before:
+            for name in ("parse_torchprof", "report_sweep_empty"):
+                commands[f"{name}_before"] = commands[name]
+                envs[f"{name}_before"] = {**os.environ, "PYTHONPATH": str(args.before)}
         times: dict[str, list[float]] = {name: [] for name in commands}
-        for argv in commands.values():  # warm the file cache
-            _seconds(argv)
+        for name, argv in commands.items():  # warm the file cache
+            _seconds(argv, envs.get(name))
         for _ in range(args.repeat):
             for name, argv in commands.items():
-                times[name].append(_seconds(argv))
+                times[name].append(_seconds(argv, envs.get(name)))
         size = (folder / "rank0.pt.trace.json").stat().st_size
     median = {name: statistics.median(values) for name, values in times.items()}
     base = median["import_aorta_core"]
@@ -62,6 +71,9 @@ def main() -> None:
         "report_vs_import": round(median["report_sweep_empty"] / base, 2),
         "target_ratio": 2.0,
     }
+    if args.before:
+        summary["before_parse_vs_import"] = round(median["parse_torchprof_before"] / base, 2)
+        summary["before_report_vs_import"] = round(median["report_sweep_empty_before"] / base, 2)
     summary["targets_met"] = summary["parse_vs_import"] <= 2.0
     for key, value in summary.items():
         print(f"{key:22s} {value}", file=sys.stderr)
