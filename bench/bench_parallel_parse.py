@@ -54,6 +54,12 @@ def generate(folder: Path, ranks: int, events: int) -> list[int]:
 
 def _grandchildren() -> list[int]:
     """The pool's workers: children of the forkserver, itself a child of this process."""
+    parents = process_tree()
+    return [pid for child in parents.get(os.getpid(), []) for pid in parents.get(child, [])]
+
+
+def process_tree() -> dict[int, list[int]]:
+    """Every process's children, by parent pid (from ``/proc``)."""
     parents: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -63,10 +69,10 @@ def _grandchildren() -> list[int]:
             except (OSError, ValueError, IndexError):
                 continue
             parents.setdefault(ppid, []).append(int(entry.name))
-    return [pid for child in parents.get(os.getpid(), []) for pid in parents.get(child, [])]
+    return parents
 
 
-def _hwm(pid: int) -> int:
+def hwm(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -86,7 +92,7 @@ def _measure(folder: Path) -> dict:
     def sample() -> None:  # VmHWM only grows: the last sample of a worker is its peak
         while not stop.wait(0.01):
             for pid in _grandchildren():
-                peaks[pid] = max(peaks.get(pid, 0), _hwm(pid))
+                peaks[pid] = max(peaks.get(pid, 0), hwm(pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

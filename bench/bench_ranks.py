@@ -34,31 +34,9 @@ import threading
 import time
 from pathlib import Path
 
-from bench_parallel_parse import cpu_control
+from bench_parallel_parse import cpu_control, hwm, process_tree
 from bench_timeline import make_capture
-
-
-def _children() -> dict[int, list[int]]:
-    parents: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry.name))
-    return parents
-
-
-def _status(pid: int | str, field: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+from bench_torchprof_parse import status_bytes
 
 
 def _measure(kind: str, trial: Path, result: Path) -> None:
@@ -91,15 +69,15 @@ def _measure(kind: str, trial: Path, result: Path) -> None:
 
     def sample() -> None:  # VmHWM only grows: the last sample of a process is its peak
         while not stop.wait(0.01):
-            tree = _children()
+            tree = process_tree()
             for child in tree.get(me, []):
                 grandchildren = tree.get(child, [])
                 if grandchildren:  # the forkserver: its children are the workers
-                    servers[child] = max(servers.get(child, 0), _status(child, "VmHWM"))
+                    servers[child] = max(servers.get(child, 0), hwm(child))
                 for pid in grandchildren:
-                    workers[pid] = max(workers.get(pid, 0), _status(pid, "VmHWM"))
+                    workers[pid] = max(workers.get(pid, 0), hwm(pid))
 
-    before = _status("self", "VmRSS")
+    before = status_bytes("VmRSS")
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
@@ -109,7 +87,7 @@ def _measure(kind: str, trial: Path, result: Path) -> None:
     sampler.join()
     result.write_text(json.dumps({
         "kind": kind, "status": status, "seconds": seconds, "parent_rss_before": before,
-        "parent_peak": _status("self", "VmHWM"),
+        "parent_peak": status_bytes("VmHWM"),
         "worker_peaks": sorted(workers.values(), reverse=True),
         "forkserver_peak": max(servers.values(), default=0)}))
 
