@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from aorta_core.engine.argv import to_config
 from aorta_core.engine.cell_state import completed, refuse, write_cell_file
 from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
 from aorta_core.engine.plugins import load_registry
-from aorta_core.engine.progress import CellProgress, cell_label
+from aorta_core.engine.progress import CellProgress, cell_label, warning_line
+from aorta_core.engine.records import RECORD_NAME
 from aorta_core.engine.slots import device_slot
 from aorta_core.engine.trial import run_trial
 from aorta_core.reports.diagnose import diagnose_step
@@ -66,6 +68,35 @@ def _after_run(cell: Cell):
     return after_run
 
 
+class _EndedBySlurm:
+    """Under Slurm (``SLURM_JOB_ID`` set), a SIGTERM to the cell is the scheduler ending its job
+    (``scancel``, a preemption): Slurm signals every process of the job, the running trial's too,
+    so that trial's death says nothing of the workload. Its record is removed, for the same
+    command to run it again, and the cell stops. Elsewhere nothing changes."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._before: Any = None
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.ended = True
+
+    def __enter__(self) -> _EndedBySlurm:
+        if os.environ.get("SLURM_JOB_ID"):
+            self._before = signal.signal(signal.SIGTERM, self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGTERM, self._before)
+
+    def unrecord(self, cell: Cell, index: int) -> None:
+        (cell.trial_dir(index) / RECORD_NAME).unlink(missing_ok=True)
+        warning_line(f"Slurm ended job {os.environ.get('SLURM_JOB_ID')} (SIGTERM) during "
+                     f"{cell.name} trial {index}; that trial and the ones after it are not "
+                     "recorded: run the same command again to run them")
+
+
 def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
     verdicts: dict[str, int] = {}
     devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
@@ -74,10 +105,14 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
     with slot as device_env:
         cell = dataclasses.replace(cell, env={**cell.env, **device_env})
         label = cell_label(cell.name, cell.axes, _swept())
-        with CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label) as progress:
+        with (CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label)
+              as progress, _EndedBySlurm() as slurm):
             for index in todo:
                 progress.start(index)
                 record = run_trial(cell, index, registry, _after_run(cell))
+                if slurm.ended:
+                    slurm.unrecord(cell, index)
+                    break
                 progress.done(index, record)
                 verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1
     return verdicts
