@@ -123,3 +123,19 @@ def test_scancel_of_a_running_cell_leaves_a_sweep_that_resumes_with_only_the_mis
     after = {(r["cell"], r["trial"]): r["recorded_at_unix"] for r in records(out)}
     assert len(after) == 4 and all(after[k] == t for k, t in before.items())
     assert len(_job_ids(out)) == 2
+
+
+@needs(SUBMITIT)
+def test_a_cell_at_its_time_limit_records_a_timed_out_trial_with_the_reason(tmp_path: Path):
+    out = tmp_path / "out"
+    # submitit asks Slurm for SIGUSR2 signal_delay_s before the 1 min limit: here at 30 s
+    done = run_aorta(["-m", *SLURM, "hydra.launcher.timeout_min=1",
+                      "hydra.launcher.signal_delay_s=30", "sweep=repeat", "trials=2",
+                      f"output={out}", "--", "sleep", "300"], cwd=tmp_path, timeout=200)
+    recs = records(out)
+    assert [(r["trial"], r["verdict"], r["timed_out"]) for r in recs] == [(0, "fail", True)], (
+        done.stderr)
+    assert "reached its time limit" in recs[0]["error"]
+    assert "raise hydra.launcher.timeout_min" in recs[0]["error"]
+    assert 0 < recs[0]["wall_time_s"] < 60  # Slurm sends it on its next timer pass, often early
+    assert done.returncode == 1, done.stderr

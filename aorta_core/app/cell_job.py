@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import msgspec
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.plugins.config_source import ConfigLoadError
@@ -23,7 +24,7 @@ from aorta_core.engine.cell_state import completed, refuse, write_cell_file
 from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
 from aorta_core.engine.plugins import load_registry
 from aorta_core.engine.progress import CellProgress, cell_label, warning_line
-from aorta_core.engine.records import RECORD_NAME
+from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_record
 from aorta_core.engine.slots import device_slot
 from aorta_core.engine.trial import run_trial
 from aorta_core.reports.diagnose import diagnose_step
@@ -69,32 +70,54 @@ def _after_run(cell: Cell):
 
 
 class _EndedBySlurm:
-    """Under Slurm (``SLURM_JOB_ID`` set), a SIGTERM to the cell is the scheduler ending its job
-    (``scancel``, a preemption): Slurm signals every process of the job, the running trial's too,
-    so that trial's death says nothing of the workload. Its record is removed, for the same
-    command to run it again, and the cell stops. Elsewhere nothing changes."""
+    """Under Slurm (``SLURM_JOB_ID`` set), the scheduler ending the cell's job. Slurm signals
+    every process of the job, the running trial's too, so that trial's death says nothing of the
+    workload:
+
+    - SIGUSR2, which submitit asks for ``hydra.launcher.signal_delay_s`` before the job's time
+      limit: the running trial is recorded as timed out, with that reason, and the cell stops;
+    - SIGTERM alone (``scancel``, a preemption): the running trial's record is removed, for the
+      same command to run it again, and the cell stops.
+
+    Elsewhere nothing changes."""
 
     def __init__(self) -> None:
-        self.ended = False
-        self._before: Any = None
+        self.signals: set[int] = set()
+        self._before: dict[int, Any] = {}
+
+    @property
+    def ended(self) -> bool:
+        return bool(self.signals)
 
     def _note(self, signum: int, frame: Any) -> None:
-        self.ended = True
+        self.signals.add(signum)
 
     def __enter__(self) -> _EndedBySlurm:
         if os.environ.get("SLURM_JOB_ID"):
-            self._before = signal.signal(signal.SIGTERM, self._note)
+            for sig in (signal.SIGTERM, signal.SIGUSR2):
+                self._before[sig] = signal.signal(sig, self._note)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._before is not None:
-            signal.signal(signal.SIGTERM, self._before)
+        for sig, before in self._before.items():
+            signal.signal(sig, before)
 
-    def unrecord(self, cell: Cell, index: int) -> None:
-        (cell.trial_dir(index) / RECORD_NAME).unlink(missing_ok=True)
-        warning_line(f"Slurm ended job {os.environ.get('SLURM_JOB_ID')} (SIGTERM) during "
-                     f"{cell.name} trial {index}; that trial and the ones after it are not "
-                     "recorded: run the same command again to run them")
+    def settle(self, cell: Cell, index: int, record: TrialRecord) -> None:
+        """Record the trial the job's end cut short as timed out, or not at all."""
+        job = os.environ.get("SLURM_JOB_ID")
+        path = cell.trial_dir(index) / RECORD_NAME
+        if signal.SIGUSR2 in self.signals:
+            reason = (f"Slurm job {job} reached its time limit (signalled "
+                      "hydra.launcher.signal_delay_s before it); trial ended: raise "
+                      "hydra.launcher.timeout_min")
+            write_record(path, msgspec.structs.replace(record, verdict="fail", timed_out=True,
+                                                       error=reason))
+            warning_line(f"{cell.name} trial {index}: {reason}; later trials are not run")
+            return
+        path.unlink(missing_ok=True)
+        warning_line(f"Slurm ended job {job} (SIGTERM) during {cell.name} trial {index}; that "
+                     "trial and the ones after it are not recorded: run the same command again "
+                     "to run them")
 
 
 def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
@@ -111,7 +134,7 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
                 progress.start(index)
                 record = run_trial(cell, index, registry, _after_run(cell))
                 if slurm.ended:
-                    slurm.unrecord(cell, index)
+                    slurm.settle(cell, index, record)
                     break
                 progress.done(index, record)
                 verdicts[record.verdict] = verdicts.get(record.verdict, 0) + 1

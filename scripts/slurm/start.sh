@@ -38,18 +38,19 @@ munged --force --key-file="$state/munge/munge.key" --socket="$state/munge/munge.
   --pid-file="$state/munge/munged.pid" --log-file="$state/log/munged.log" \
   --seed-file="$state/munge/munged.seed"
 
-# MariaDB for slurmdbd: root over its own socket, slurmdbd over TCP on 127.0.0.1
-mariadb-install-db --user=root --datadir="$state/db" --auth-root-authentication-method=normal \
+# MariaDB for slurmdbd (--no-defaults: nothing from /etc/mysql): root over its own socket,
+# slurmdbd over TCP on 127.0.0.1
+mariadb-install-db --no-defaults --user=root --datadir="$state/db" --auth-root-authentication-method=normal \
   >"$state/log/mariadb-install.log" 2>&1 || {
   echo "error: mariadb-install-db failed; see $state/log/mariadb-install.log" >&2; exit 1; }
-mariadbd --user=root --datadir="$state/db" --socket="$state/db.sock" --port=$((port + 4)) \
+mariadbd --no-defaults --user=root --datadir="$state/db" --socket="$state/db.sock" --port=$((port + 4)) \
   --bind-address=127.0.0.1 --pid-file="$state/mariadb.pid" --log-error="$state/log/mariadb.log" \
   >/dev/null 2>&1 &
 for _ in $(seq 60); do
-  mariadb --socket="$state/db.sock" -uroot -e "select 1" >/dev/null 2>&1 && break
+  mariadb --no-defaults --socket="$state/db.sock" -uroot -e "select 1" >/dev/null 2>&1 && break
   sleep 0.5
 done
-mariadb --socket="$state/db.sock" -uroot -e "
+mariadb --no-defaults --socket="$state/db.sock" -uroot -e "
   CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'aorta';
   GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" || {
   echo "error: MariaDB did not start; see $state/log/mariadb.log" >&2; exit 1; }
