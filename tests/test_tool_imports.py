@@ -54,6 +54,7 @@ def test_parse_torchprof_imports_no_other_tool_or_collector(tmp_path: Path) -> N
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
     # no option given: the defaults as they are, no OmegaConf (a sweep's checks, ~80 ms)
     assert not modules & {"omegaconf", "yaml"}, sorted(modules & {"omegaconf", "yaml"})
+    assert "rich" not in modules  # nothing printed on stderr: rich is not loaded
     assert blas == "1"  # the tools run numpy without OpenBLAS's thread per core
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from aorta_core.api.oneline import named_once
+
+if TYPE_CHECKING:  # rich loads with the first line printed: `aorta parse` prints none
+    from rich.console import Console
 
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 
@@ -18,7 +18,16 @@ _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 def console() -> Console:
     """stderr; text from paths, names and messages is passed through ``escape`` (or as ``Text``),
     and emoji codes are off, so that ``[/x]`` or ``:fire:`` in a path prints as itself."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def escape(text: str) -> str:
+    """Rich's ``markup.escape`` (imported at the first use)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def error_line(message: str) -> None:
