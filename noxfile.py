@@ -106,6 +106,7 @@ def slurm(session: nox.Session) -> None:
         except CommandFailed:
             session.skip(f"apt-get could not install {' '.join(SLURM_APT)} (root needed)")
     _install_everything(session)
+    session.install("-e", "tests/third_party_collector")
     state = Path(session.create_tmp()).resolve() / "slurm"
     shutil.rmtree(state, ignore_errors=True)
     try:

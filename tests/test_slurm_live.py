@@ -139,3 +139,22 @@ def test_a_cell_at_its_time_limit_records_a_timed_out_trial_with_the_reason(tmp_
     assert "raise hydra.launcher.timeout_min" in recs[0]["error"]
     assert 0 < recs[0]["wall_time_s"] < 60  # Slurm sends it on its next timer pass, often early
     assert done.returncode == 1, done.stderr
+
+
+def test_the_multi_node_script_runs_torchrun_under_srun_across_two_slurm_nodes(tmp_path: Path):
+    """scripts/multi_node/local_launch.sh, one task per Slurm node (node1, node2: two slurmd on
+    this host), node rank = SLURM_NODEID, torchrun's static rendezvous on 127.0.0.1, gloo."""
+    config = tmp_path / "cpu.yaml"
+    config.write_text("device: cpu\n")
+    script = REPO / "scripts/multi_node/local_launch.sh"
+    done = subprocess.run(
+        ["srun", "-N2", "--ntasks-per-node=1", "--label", "bash", "-c",
+         f'echo "on $SLURMD_NODENAME"; exec {script} $SLURM_NODEID 127.0.0.1 127.0.0.1 29533 2 '
+         f"2 {tmp_path / 'exp'} {config} 1 4 128"],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    lines = (done.stdout + done.stderr).splitlines()
+    assert {"0: on node1", "1: on node2"} <= {line.strip() for line in lines}
+    assert any(line.startswith("0: node 0 (127.0.0.1) of 2") for line in lines)
+    assert any(line.startswith("1: node 1 (127.0.0.1) of 2") for line in lines)
+    assert any("benchmark done" in line and "'world_size': 2" in line for line in lines)
