@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from aorta_core.engine.matrix import MatrixResult, build
+from aorta_core.engine.matrix import MatrixResult, build, is_agreement
 from aorta_core.engine.progress import auto_text, console, warning_line, wrote
 from aorta_core.engine.records import read_json
 from aorta_core.engine.tables import orient
@@ -20,11 +20,14 @@ def finish(output: Path) -> MatrixResult:
     """What ends a sweep (and ``aorta matrix``): the matrix files, agreement.json of a
     ``sweep=agree`` (before report.html, which shows it), report.html, the summary."""
     from aorta_core.reports.agreement import write_agreement
+    from aorta_core.reports.agreement_section import agreement_text_section
     from aorta_core.reports.sweep import write_sweep_report
 
-    result = build(output)
-    # Only a sweep=agree has cells marked ``agree``; other sweeps are not scanned a second time.
-    agreement = write_agreement(output) if any(c.get("agree") for c in result.cells) else None
+    # Only a sweep=agree has cells marked ``agree`` (in cell.json); agreement.json comes first,
+    # so that perf.md shows its verdicts.
+    agreement = write_agreement(output) if is_agreement(output) else None
+    sections = [agreement_text_section(read_json(agreement))] if agreement is not None else []
+    result = build(output, sections)
     if agreement is not None:
         result.paths.append(agreement)
     report = write_sweep_report(output)

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -42,6 +42,9 @@ from aorta_core.engine.records import (
     load_cell_file,
     load_record,
 )
+
+if TYPE_CHECKING:
+    from aorta_core.engine.collector_sections import CollectorSection
 
 WALL = "wall_time_s"
 _ID = ("cell", "trial", "verdict")
@@ -83,6 +86,18 @@ def _load_cell(path: Path) -> dict[str, Any] | None:
         warning_line(f"bad cell file {exc}; the cell is named after its folder: run the sweep "
                      "again to rewrite it")
         return None
+
+
+def is_agreement(output: Path) -> bool:
+    """Whether ``output`` is a ``sweep=agree``'s: a cell file marks its cell ``agree`` (cell
+    files only, no record is read; an unreadable one is passed over, the matrix warns of it)."""
+    for entry in _subdirs(output / "cells"):
+        try:
+            if load_cell_file(Path(entry.path) / CELL_FILE).get("agree"):
+                return True
+        except (OSError, BadRecord):
+            continue
+    return False
 
 
 def _trial_index(name: str) -> int | None:
@@ -357,13 +372,14 @@ def _write_lines(tmp: Path, lines: Iterator[str]) -> None:
         fh.writelines(lines)
 
 
-def build(output: Path) -> MatrixResult:
-    """Scan ``output`` and write the three matrix files atomically."""
+def build(output: Path, sections: Sequence[CollectorSection] = ()) -> MatrixResult:
+    """Scan ``output`` and write the three matrix files atomically; ``sections`` (the app's,
+    e.g. a ``sweep=agree``'s verdicts) go into perf.md before the collectors' own."""
     with _no_gc():  # until _build's records and frames are freed
-        return _build(Path(output))
+        return _build(Path(output), sections)
 
 
-def _build(output: Path) -> MatrixResult:
+def _build(output: Path, extra: Sequence[CollectorSection]) -> MatrixResult:
     from aorta_core.engine.collector_sections import collector_sections
     from aorta_core.engine.perfmd import render_lines
 
@@ -396,6 +412,6 @@ def _build(output: Path) -> MatrixResult:
     write_atomic(paths[0], lambda tmp: write_matrix_json(tmp, matrix))
     axis_cols = [f"axis:{a}" for a in axis_names]
     write_atomic(paths[1], lambda tmp: _write_long(tmp, meta, metrics, axis_cols))
-    sections = collector_sections(matrix, output)
+    sections = [*extra, *collector_sections(matrix, output)]
     write_atomic(paths[2], lambda tmp: _write_lines(tmp, render_lines(matrix, sections)))
     return MatrixResult(paths, matrix_cells, bad)

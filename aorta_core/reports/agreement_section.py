@@ -1,12 +1,14 @@
 """The "Agreement" section of a ``sweep=agree`` report.html, drawn from ``agreement.json``
 (:mod:`aorta_core.reports.agreement`): one table per metric with coloured verdicts, the GPU time
-of every trial against the consensus, the wall-time overhead, the matched top kernels."""
+of every trial against the consensus, the wall-time overhead, the matched top kernels; and its
+plain form for perf.md (:func:`agreement_text_section`): every verdict and reason."""
 
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from aorta_core.engine.collector_sections import CollectorSection
 from aorta_core.reports.figures import Figure, figure
 from aorta_core.reports.html import Markup, Page
 
@@ -123,3 +125,29 @@ def agreement_section(page: Page, agreement: dict[str, Any]) -> None:
             page.figure("agreement_gpu_time", trials)
     _overhead(page, agreement["overhead"])
     _top_kernels(page, agreement.get("top_kernels") or {})
+
+
+def agreement_text_section(agreement: dict[str, Any]) -> CollectorSection:
+    """The verdicts of ``agreement.json`` as perf.md shows a section: per metric its overall
+    verdict and each source's, then each collector's wall-time overhead; a reference's
+    disagreement reason as a paragraph."""
+    rows: list[list[Any]] = []
+    reasons = []
+    for metric, entry in agreement["metrics"].items():
+        rows.append([metric, "(all)", entry.get("consensus"), "", entry.get("verdict")])
+        rows += [[metric, name, src["median"], src["deviation_pct"], src.get("verdict")]
+                 for name, src in entry["sources"].items()]
+        if entry.get("reference_reason"):
+            reason = entry["reference_reason"]
+            reasons.append(f"Why the reference disagrees on {metric}: {reason['text']}. "
+                           f"Formula: {reason['formula']}.")
+    rows += [["wall-time overhead", name, o["median_s"], o["overhead_pct"], o["verdict"]]
+             for name, o in agreement["overhead"].items()]
+    about = (f"agreement.json: a metric agrees when its sources' medians are within "
+             f"{float(agreement['tolerance_pct']):g} % of each other; (all) is the consensus and "
+             "the metric's verdict, % the source's deviation from it (overhead: over the bare "
+             "cell's wall time).")
+    return CollectorSection(collector="sweep=agree", title="Agreement",
+                            paragraphs=[about, *reasons],
+                            columns=["metric", "source", "median", "%", "verdict"], rows=rows,
+                            more_rows=0)

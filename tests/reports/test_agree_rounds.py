@@ -123,6 +123,11 @@ def test_incomparable_collector_runs_one_round_with_estimates_and_reason(plugin_
     page = (out / "report.html").read_text()
     assert "Why the reference disagrees with every profiler: " in page and said in page
     assert "busy share = &lt;collector&gt;_gpu_time_ms" in page
+    perf = (out / "perf.md").read_text()  # the verdicts and the reason, in perf.md too
+    assert "## Agreement (sweep=agree)" in perf
+    assert f"Why the reference disagrees on gpu_time_ms: {reason['text']}." in perf
+    overall = re.search(r"^\| gpu_time_ms +\| \(all\) +\|[^|]+\|[^|]+\| (.+?) +\|$", perf, re.M)
+    assert overall and overall[1] == gpu["verdict"].replace(">", "&gt;"), perf
 
     # Resumed with more rounds: the walls recorded in this output give the estimate up front.
     again = _sweep(plugin_site, tmp_path, out, 4)
