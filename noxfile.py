@@ -90,6 +90,22 @@ def gpu(session: nox.Session) -> None:
 SLURM_APT = ("slurm-wlm", "slurmdbd", "munge", "mariadb-server")
 
 
+def _apt_install(session: nox.Session, *packages: str) -> bool:
+    """apt-get install, after an apt-get update if the first try fails (a fresh machine has no
+    package lists); False where it still cannot."""
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    for update in (False, True):
+        try:
+            if update:
+                session.run("apt-get", "update", "-qq", external=True, silent=True, env=env)
+            session.run("apt-get", "install", "-y", "--no-install-recommends", *packages,
+                        external=True, silent=True, env=env)
+            return True
+        except CommandFailed:
+            continue
+    return False
+
+
 @nox.session
 def slurm(session: nox.Session) -> None:
     """The tests marked slurm (``pytest -m slurm``) on a real Slurm of this host: munged,
@@ -100,10 +116,7 @@ def slurm(session: nox.Session) -> None:
     if missing:
         if shutil.which("apt-get") is None:
             session.skip(f"no {', '.join(missing)} and no apt-get to install them")
-        try:
-            session.run("apt-get", "install", "-y", "--no-install-recommends", *SLURM_APT,
-                        external=True, silent=True, env={"DEBIAN_FRONTEND": "noninteractive"})
-        except CommandFailed:
+        if not _apt_install(session, *SLURM_APT):
             session.skip(f"apt-get could not install {' '.join(SLURM_APT)} (root needed)")
     _install_everything(session)
     session.install("-e", "tests/third_party_collector")
