@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from needs import needs
+from needs import NO_GPU, needs
 from reports.report_helpers import aorta
 
 from aorta_core.reports.diagnose import PARTS
@@ -36,8 +36,9 @@ INJECTED_MS = 100.0
 
 
 def _env() -> dict[str, str]:
+    """CPU runs on any machine: a GPU host's `auto` would take its GPU (and one rank)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AORTA_")}
-    return {**env, "OMP_NUM_THREADS": "1", "AORTA_REPORT_PNG": "0"}
+    return {**env, **NO_GPU, "OMP_NUM_THREADS": "1", "AORTA_REPORT_PNG": "0"}
 
 
 def _bench_trial(trial: Path, *overrides: str, nproc: int = 2) -> dict:
