@@ -70,7 +70,8 @@ def _after_run(cell: Cell):
 
 
 class _EndedBySlurm:
-    """Under Slurm (``SLURM_JOB_ID`` set), the scheduler ending the cell's job. Slurm signals
+    """In a job of the Slurm launcher (submitit's ``SUBMITIT_EXECUTOR=slurm``), the scheduler
+    ending the cell's job. Slurm signals
     every process of the job, the running trial's too, so that trial's death says nothing of the
     workload:
 
@@ -79,7 +80,8 @@ class _EndedBySlurm:
     - SIGTERM alone (``scancel``, a preemption): the running trial's record is removed, for the
       same command to run it again, and the cell stops.
 
-    Elsewhere nothing changes."""
+    Elsewhere nothing changes: a whole sweep run inside an allocation of the user's own (sbatch,
+    salloc) ends on SIGTERM as any sweep does, with its resume line."""
 
     def __init__(self) -> None:
         self.signals: set[int] = set()
@@ -93,7 +95,7 @@ class _EndedBySlurm:
         self.signals.add(signum)
 
     def __enter__(self) -> _EndedBySlurm:
-        if os.environ.get("SLURM_JOB_ID"):
+        if os.environ.get("SUBMITIT_EXECUTOR") == "slurm":
             for sig in (signal.SIGTERM, signal.SIGUSR2):
                 self._before[sig] = signal.signal(sig, self._note)
         return self

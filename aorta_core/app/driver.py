@@ -77,10 +77,11 @@ def recorded_trials(output: Path) -> int:
 
 
 def status_of(cells: Iterable[dict[str, Any]], allow_failures: bool) -> int:
-    """1 when a cell was refused or any of its trials failed or errored, unless allowed (a cell
-    left out on purpose, ``skipped``, is not a failure)."""
-    bad = any(not c.get("skipped") and (c.get("error") or c["trials"].get("fail")
-                                        or c["trials"].get("error")) for c in cells)
+    """1 when a cell is :func:`~aorta_core.engine.matrix.incomplete`, unless failures are
+    allowed."""
+    from aorta_core.engine.matrix import incomplete
+
+    bad = any(incomplete(c) for c in cells)
     return EXIT_FAILED if bad and not allow_failures else EXIT_OK
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from aorta_core.engine.matrix import MatrixResult, build, is_agreement
+from aorta_core.engine.matrix import MatrixResult, build, incomplete, is_agreement
 from aorta_core.engine.progress import auto_text, console, warning_line, wrote
 from aorta_core.engine.records import read_json
 from aorta_core.engine.tables import orient
@@ -126,8 +126,7 @@ def print_summary(result: MatrixResult) -> None:
                   f"{escape(auto_text(auto['chosen']))}")
     for bad in result.bad:
         warning_line(f"bad record {bad}; left out: run the sweep again to redo that trial")
-    bad = [c["cell"] for c in result.cells if not c.get("skipped") and (
-        c.get("error") or c["trials"]["fail"] or c["trials"]["error"])]
+    bad = [c["cell"] for c in result.cells if incomplete(c)]
     if bad:
         out.print(f"[red]cells with failed or unrun trials:[/] {escape(', '.join(bad))}")
     for path in result.paths:

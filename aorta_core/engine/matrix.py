@@ -88,6 +88,16 @@ def _load_cell(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def incomplete(cell: dict[str, Any]) -> bool:
+    """A cell of the matrix that was refused, has a failed or errored trial, or recorded fewer
+    trials than it planned (a job the scheduler ended); one left out on purpose (``skipped``)
+    is not."""
+    trials, planned = cell["trials"], cell.get("planned_trials")
+    return not cell.get("skipped") and bool(
+        cell.get("error") or trials.get("fail") or trials.get("error")
+        or (isinstance(planned, int) and trials.get("total", 0) < planned))
+
+
 def is_agreement(output: Path) -> bool:
     """Whether ``output`` is a ``sweep=agree``'s: a cell file marks its cell ``agree`` (cell
     files only, no record is read; an unreadable one is passed over, the matrix warns of it)."""
@@ -360,6 +370,7 @@ def _cell_entries(cells: list[dict], first: dict[str, TrialRecord], meta, walls,
             "auto": cell.get("auto"),
             "agree": cell.get("agree"),
             "trials": counts.get(name, dict.fromkeys(("total", *VERDICTS), 0)),
+            "planned_trials": cell.get("trials"),
             WALL: walls.get(name),
             "metrics_summary": summaries.get(name, {}),
             "metrics_text": texts.get(name, {}),
