@@ -105,9 +105,12 @@ def test_scancel_of_a_running_cell_leaves_a_sweep_that_resumes_with_only_the_mis
 
         (job,) = _wait_for(running)
         subprocess.run(["scancel", job], check=True)
-        sweep.communicate(timeout=120)
+        stdout, stderr = sweep.communicate(timeout=120)
     finally:
         sweep.kill()
+    # the unrun trials are said and fail the command, which the re-run completes
+    assert sweep.returncode == 1, stderr
+    assert "cells with failed or unrun trials: default" in stdout + stderr
     logs = "".join(p.read_text() for p in out.glob(".submitit/*/*.err"))
     assert "(SIGTERM) during default trial" in logs and "run the same command again" in logs
     def cancelled():
