@@ -110,19 +110,20 @@ def test_a_key_of_your_own_swept_labels_replicate_cells(tmp_path: Path):
 
 
 def test_one_collectors_options_go_to_the_cells_that_select_it(plugin_site, tmp_path: Path):
-    """``-m collector=good,other collector.good.level=2``: Hydra cannot set good's option in the
-    cell that selects only other; it reaches good's cell and no other."""
+    """``-m collector=good,other collector.good.level=2 collector.other.level=3``: Hydra cannot
+    set good's option in the cell that selects only other (nor other's in good's); each reaches
+    its collector's cell and no other."""
     plugin_site.add("good", good_collector("good"))
     plugin_site.add("other", good_collector("other"))
     out = tmp_path / "out"
     done = run_aorta(["-m", "sweep=repeat", "trials=1", "collector=good,other",
-                      "collector.good.level=2", f"output={out}", *TRUE],
+                      "collector.good.level=2", "collector.other.level=3", f"output={out}", *TRUE],
                      cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
     assert done.returncode == 0, done.stderr
     runs = {tuple(r["collectors"]): r["metrics"] for r in records(out)}
     assert set(runs) == {("good",), ("other",)}
     assert runs[("good",)]["good_level"] == 2
-    assert runs[("other",)]["other_level"] == 1
+    assert runs[("other",)]["other_level"] == 3
     assert not any(k.startswith("good_") for k in runs[("other",)])
 
 

@@ -27,7 +27,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBase
 
 from aorta_core.engine.cells import ConfigError, collector_selection, typed_options
 from aorta_core.engine.grammar import Axis, SweepError, quote, sweep_axes
-from aorta_core.engine.keys import not_a_setting, suggestion
+from aorta_core.engine.keys import not_a_setting, suggestion, unselected_option
 from aorta_core.engine.plugins import load_registry, unusable_selection
 from aorta_core.engine.settings import CoreSettings, SettingsError, core_settings
 
@@ -181,9 +181,7 @@ def _selected_somewhere(composer: Composer) -> None:
     for name in sorted(composer.given - composer.selected):
         key = next((line.split("=", 1)[0] for line in composer.forced
                     if line.startswith(f"collector.{name}.")), f"collector.{name}")
-        raise UsageError(f"{key} is given, but no cell selects collector {name}: add "
-                         f"collector={name} (or collector=[{name},...] with others, or "
-                         f"-m collector={name},... to sweep it)")
+        raise UsageError(unselected_option(key, name))
 
 
 def _command_given(settings: CoreSettings, args: list[str], command: list[str] | None) -> None:
@@ -200,6 +198,15 @@ def _command_given(settings: CoreSettings, args: list[str], command: list[str] |
 
 _BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 _MISSING_KEY = re.compile(r"Could not override '([^']+)'")
+
+
+def _collector_of(key: str) -> str | None:
+    """The installed collector whose option ``key`` is, written plainly:
+    ``collector.<name>.<option>``."""
+    parts = key.split(".")
+    if len(parts) >= 3 and parts[0] == "collector" and parts[1] in load_registry().collectors:
+        return parts[1]
+    return None
 
 
 class Composer:
@@ -248,18 +255,17 @@ class Composer:
         if not missing or not isinstance(exc.__cause__, (ConfigAttributeError, ConfigKeyError)):
             return None
         key = missing.group(1)
-        parts = key.split(".")
         line = next((o for o in overrides if o.split("=", 1)[0] == key), None)
-        if line is None or len(parts) < 3 or parts[0] != "collector" \
-                or parts[1] not in load_registry().collectors:
+        if line is None or _collector_of(key) is None:
             return None
-        try:
-            without = compose("config", overrides=[o for o in overrides if o != line],
+        try:  # which collectors this composition selects: its collector= choices decide
+            without = compose("config", overrides=[o for o in overrides
+                                                   if _collector_of(o.split("=", 1)[0]) is None],
                               return_hydra_config=True)
         except (HydraException, OmegaConfBaseException):
             return None
         selected, _ = collector_selection(without, load_registry())
-        return None if parts[1] in selected else line  # selected: the key is no option of it
+        return None if _collector_of(key) in selected else line  # selected: no option of it
 
     def _explain(self, exc: BaseException, overrides: list[str]) -> str:
         missing = _MISSING_KEY.match(str(exc))

@@ -47,13 +47,20 @@ def suggestion(key: str, cfg: DictConfig | None) -> str | None:
     return near[0] if near else None
 
 
+def unselected_option(key: str, collector: str) -> str:
+    """The one line for an option ``key`` (or options, ``collector.<name>``) of a collector that
+    no cell of the sweep selects."""
+    return (f"{key} is given, but no cell selects collector {collector}: add "
+            f"collector={collector} (or collector=[{collector},...] with others, or "
+            f"-m collector={collector},... to sweep it)")
+
+
 def not_a_setting(key: str, cfg: DictConfig | None, fix: str = _HELP) -> str:
     """The one line for ``key``, which ``cfg`` (the config composed without it) lacks; ``fix``
     is said when no key is near."""
     options = _collector_options()
     if key in options:
-        return (f"{key} is an option of collector {options[key]}, which is not selected: "
-                f"add collector={options[key]}")
+        return unselected_option(key, options[key])
     near = suggestion(key, cfg)
     if near:
         return f"{key} is not a setting; did you mean `{near}`?"

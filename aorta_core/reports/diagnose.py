@@ -525,7 +525,7 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
                    warn: Warn = warning_line) -> dict[str, Any] | None:
     """The diagnosis of one trial folder, or ``None`` (after a warning) when no rank has a
     Kineto trace with ``ProfilerStep#N`` ranges."""
-    trial = Path(trial)
+    trial = Path(trial).absolute()  # the collectors' sources are read relative to it
     if record is None:
         try:
             record = msgspec.to_builtins(load_record(trial / RECORD_NAME))

@@ -159,6 +159,11 @@ def test_a_sweep_with_diagnose_writes_each_trials_diagnosis_and_perf_md(tmp_path
     report = (out / "report.html").read_text()  # the same section
     assert ">Diagnosis (aorta diagnose)</h2>" in report
     assert report.count("rank 1: +") == 2
+    # the sweep given by a relative path, as typed in its parent folder: the collector's traces
+    # are found relative to each trial (they were looked for under the path twice)
+    again = aorta("diagnose", out.name, "--json", cwd=out.parent, check=False)
+    assert again.returncode == 0 and "unreadable" not in again.stderr, again.stderr
+    assert [d["stragglers"][0]["rank"] for d in json.loads(again.stdout)] == [1, 1]
 
 
 #: Not the benchmark: a plain DDP-less loop that all-reduces its gradients by hand, reading its
