@@ -111,6 +111,7 @@ def slurm(session: nox.Session) -> None:
     """The tests marked slurm (``pytest -m slurm``) on a real Slurm of this host: munged,
     slurmdbd, slurmctld and two slurmd started by scripts/slurm/start.sh in a fresh state folder
     (apt-installed when missing; root needed), stopped at the end whatever the tests did."""
+    _alone_on_disk(session)
     missing = [tool for tool in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")
                if shutil.which(tool) is None]
     if missing:
