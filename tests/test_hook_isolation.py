@@ -206,7 +206,13 @@ def test_os_exit_from_a_thread_a_hook_started_names_the_hook(plugin_site, tmp_pa
         "aorta: error: os._exit(9) called while exits: parse_metrics ran"), done.stderr
     rerun = run_aorta(["sweep=repeat", "trials=1", "collector=exits", f"output={tmp_path / 'out'}",
                        "--", "true"], cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
-    assert rerun.returncode == 0, rerun.stderr  # the kernel dropped the lock with the process
+    # the kernel dropped the lock with the process: the rerun runs its cell; it exits 1 only
+    # because the matrix still holds the first cell, which planned a trial and recorded none
+    assert "taking over the lock" in rerun.stderr and "refus" not in rerun.stderr
+    assert rerun.returncode == 1, rerun.stderr
+    assert rerun.stderr.count("cells with failed or unrun trials") == 1
+    unrun = rerun.stderr.split("cells with failed or unrun trials:")[1].splitlines()[0]
+    assert unrun.strip() == "collector.exits.fault=thread_exits,collector=exits"
 
 
 def test_os_exit_on_import_costs_only_that_plugin(plugin_site, tmp_path: Path):

@@ -88,11 +88,12 @@ def test_calls_inside_shared_workers_reuse_one_pool(monkeypatch: pytest.MonkeyPa
                                                        workers=2)}
         apart = [{d.value[1] for d in parallel_map(parallel_tasks.square, range(4), workers=2)}
                  for _ in range(2)]
-    assert os.getpid() not in first and second == first, "the second call started new workers"
+    kept = first | second  # a fast worker may take every item of one call: compare the pool
+    assert os.getpid() not in kept and len(kept) <= 2, "the second call started new workers"
     assert envs == ["second call"] * 2
     assert "worker process died" in done[3].error and done[4].value == 4
-    assert after and not after & first and os.getpid() not in after
-    for pid in first | after:  # the block's end ended its workers
+    assert after and not after & kept and os.getpid() not in after
+    for pid in kept | after:  # the block's end ended its workers
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert not apart[0] & apart[1], "outside the block each call has its own workers"
