@@ -16,9 +16,11 @@ import msgspec
 
 from aorta_core.api.files import FileRefused, read_limited
 from aorta_core.engine.collector_sections import MAX_ROWS, CollectorSection
-from aorta_core.engine.progress import warning_line
+from aorta_core.engine.progress import short_names, warning_line
 
 DIAGNOSIS_NAME = "diagnosis.json"
+#: As the console and perf.md's main table shorten cell names.
+NAME_WIDTH = 40
 COLUMNS = ["cell", "trial", "ranks", "step ms", "compute ms", "comm exposed ms",
            "of which wait ms", "host ms", "data ms", "straggler"]
 #: Findings quoted below the paragraph, over all trials (each trial's first ones).
@@ -48,21 +50,30 @@ def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
     """The section (a list of zero or one), for perf.md and report.html; empty when no trial of
     the sweep has a diagnosis."""
     output = Path(str(matrix.get("output", ".")))
-    rows: list[list[Any]] = []
-    findings: list[str] = []
+    found: list[tuple[str, Path, Mapping[str, Any]]] = []
     for cell in matrix.get("cells", ()):
         folder = output / str(cell.get("dir", ""))
         if not cell.get("dir") or not folder.is_dir():
             continue
         for path in sorted(folder.glob(f"trial_*/{DIAGNOSIS_NAME}")):
             try:
-                found = msgspec.json.decode(read_limited(path, output))
-                rows.append(_row(str(cell["cell"]), path.parent.name, found))
-                findings += [f"{cell['cell']} {path.parent.name}: {f['text']}"
-                             for f in (found.get("findings") or [])[:3]]
-            except (OSError, FileRefused, msgspec.DecodeError, KeyError, TypeError,
-                    AttributeError) as exc:
+                found.append((str(cell["cell"]), path,
+                              msgspec.json.decode(read_limited(path, output))))
+            except (OSError, FileRefused, msgspec.DecodeError, KeyError) as exc:
                 warning_line(f"{path}: left out of the diagnosis section ({exc})")
+    # the cells named as in the main table: what tells them apart (full names in matrix.json)
+    cells = list(dict.fromkeys(f[0] for f in found))
+    names = dict(zip(cells, short_names(cells, NAME_WIDTH), strict=True))
+    rows: list[list[Any]] = []
+    findings: list[str] = []
+    for cell, path, diagnosis in found:
+        trial = path.parent.name
+        try:
+            rows.append(_row(names[cell], trial, diagnosis))
+            findings += [f"{names[cell]} {trial}: {f['text']}"
+                         for f in (diagnosis.get("findings") or [])[:3]]
+        except (KeyError, TypeError, AttributeError) as exc:
+            warning_line(f"{path}: left out of the diagnosis section ({exc})")
     if not rows:
         return []
     return [CollectorSection(

@@ -23,6 +23,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ import numpy as np
 from aorta_core.api.files import FileRefused, read_limited, write_atomic
 from aorta_core.api.intervals import merge
 from aorta_core.api.oneline import exception_line
+from aorta_core.api.parallel import decoded_bytes, parallel_map
 from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
@@ -85,6 +87,7 @@ _GPU_NOT_COMPUTE = re.compile(
     r"(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
 _DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 _CPU_CATS = frozenset({"cpu_op", "user_annotation"})
+_READ_CATS = _DEVICE_CATS | _CPU_CATS
 
 Warn = Callable[[str], None]
 
@@ -127,52 +130,119 @@ def _inside(intervals: np.ndarray, x: np.ndarray) -> np.ndarray:
     return ok & (x < intervals[1][np.clip(i, 0, None)])
 
 
+#: A worker's peak per byte of a rank's decoded traces (the events decoded, one file at a time,
+#: and the rank's spans), measured on bench_ranks' capture: ~4.5x.
+_MEMORY_PER_BYTE = 5
+
+
+def _rank_need(job: tuple[list[Path], Path]) -> int:
+    try:
+        return _MEMORY_PER_BYTE * max((decoded_bytes(p) for p in job[0]), default=0)
+    except OSError:
+        return 0  # the worker's read says why
+
+
+def _read_rank_job(job: tuple[list[Path], Path]) -> tuple[_Trace | None, list[str]]:
+    """:func:`read_rank` in a worker process: its notes come back with its trace."""
+    notes: list[str] = []
+    return read_rank(job[0], job[1], notes.append), notes
+
+
+def read_ranks(paths: Mapping[int, list[Path]], root: Path, warn: Warn) -> dict[int, _Trace]:
+    """Every rank's :func:`read_rank`, one rank per worker process (as ``aorta parse`` reads
+    files): the parent holds only the ranks' intervals, never a decoded trace."""
+    ranks = sorted(paths)
+    jobs = [(paths[rank], root) for rank in ranks]
+    out = {}
+    for rank, done in zip(ranks, parallel_map(_read_rank_job, jobs, need=_rank_need),
+                          strict=True):
+        if done.error is not None:
+            warn(f"rank {rank}: its traces could not be read ({done.error}); left out")
+            continue
+        trace, notes = done.value
+        for line in notes:
+            warn(line)
+        if trace is not None:
+            out[rank] = trace
+    return out
+
+
 def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     """One rank's intervals from its Kineto traces; ``None`` when none holds a ProfilerStep.
     A file whose steps another file of the rank already gave is skipped (two profilers of the
     same steps would count each collective twice)."""
     out = _Trace()
-    compute, comm, other, data = [], [], [], []
-    starts: list[tuple[float, str]] = []
+    files: list[_OneFile] = []
     for path in paths:
         try:
-            doc = read_trace(path, root)
+            doc = read_trace(path, root, _DECODER)
         except (ValueError, FileRefused) as exc:
             warn(f"{path}: skipped, {exc}")
             continue
         found = _read_one(doc.traceEvents, out.steps)
+        del doc
         if found is None:
             continue
+        files.append(found)
         out.steps.update(found.steps)
         out.device = out.device or found.device
-        compute += found.compute
-        comm += found.comm
-        other += found.other
-        data += found.data
         out.collectives += found.collectives
-        starts += found.starts
         out.sources.append(str(path.relative_to(root)) if path.is_relative_to(root)
                            else str(path))
     if not out.steps:
         return None
-    out.compute, out.comm, out.other, out.data = map(_pairs, (compute, comm, other, data))
+    for part in ("compute", "comm", "other", "data"):
+        spans = np.hstack([getattr(f, part) for f in files])
+        setattr(out, part, merge(spans[0], spans[1]))
     out.collectives.sort(key=lambda c: c[1])
-    starts.sort(key=lambda start: start[0])
-    out.starts = np.asarray([s for s, _ in starts], dtype=float)
-    out.names = [n for _, n in starts]
+    starts = np.concatenate([f.starts for f in files])
+    order = np.argsort(starts, kind="stable")
+    out.starts = starts[order]
+    names = [name for f in files for name in f.names]
+    out.names = [names[i] for i in order.tolist()]
     return out
+
+
+class _Span(msgspec.Struct, gc=False):
+    """What the diagnosis reads of a trace event; a missing time is NaN, which every test of a
+    span fails, and a missing name or category is empty."""
+
+    ph: str = ""
+    name: str = ""
+    cat: str = ""
+    ts: float = math.nan
+    dur: float = math.nan
+    pid: int | str = ""
+    tid: int | str = ""
+
+
+class _Doc(msgspec.Struct, gc=False):
+    traceEvents: list[_Span]
+
+
+_DECODER = msgspec.json.Decoder(_Doc)
 
 
 @dataclass
 class _OneFile:
+    """One file's spans as ``[2, k]`` arrays (start, end; not merged)."""
+
     device: bool
     steps: dict[int, tuple[float, float]]
-    compute: list[tuple[float, float]]
-    comm: list[tuple[float, float]]
-    other: list[tuple[float, float]]
-    data: list[tuple[float, float]]
+    compute: np.ndarray
+    comm: np.ndarray
+    other: np.ndarray
+    data: np.ndarray
     collectives: list[tuple[str, float, float]]
-    starts: list[tuple[float, str]]
+    #: The starts of the CPU events on the step threads, and their names.
+    starts: np.ndarray
+    names: list[str]
+
+
+def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Each value's index among the distinct values, and those values (first seen first)."""
+    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), list(index)
 
 
 # What a name is, decided once per (name, category): names repeat thousands of times.
@@ -198,67 +268,75 @@ def _kind(name: str, cat: str) -> int:
     return _OP if cat == "cpu_op" and _DISPATCHER.match(name) else _OTHER
 
 
-def _read_one(events: list[Any], seen: Mapping[int, Any]) -> _OneFile | None:
-    kinds: dict[tuple[Any, Any], int] = {}
-    spans: dict[int, list[tuple[float, float, Any]]] = defaultdict(list)
-    steps: dict[int, tuple[float, float]] = {}
-    step_threads: set[Any] = set()
-    collectives, kernel_collectives, c10d = [], [], []
-    starts: dict[Any, list[tuple[float, str]]] = defaultdict(list)
-    for e in events:
-        if e.ph != "X":
-            continue
-        name, cat = e.name, e.cat
-        kind = kinds.get((name, cat))
-        if kind is None:
-            kind = kinds[(name, cat)] = _kind(name if isinstance(name, str) else "",
-                                              cat if isinstance(cat, str) else "")
-        try:
-            ts, end = e.ts, e.ts + e.dur
-        except TypeError:  # no ts or no dur
-            continue
-        if not end >= ts:  # a negative duration
-            continue
-        thread = (e.pid, e.tid)
-        if kind == _STEP_RANGE:
-            steps[int(name.rpartition("#")[2])] = (ts, end)
-            step_threads.add(thread)
-            continue
-        if cat in _CPU_CATS:
-            starts[thread].append((ts, name if isinstance(name, str) else ""))
-        spans[kind].append((ts, end, thread))
-        if kind == _COLLECTIVE_RANGE:
-            collectives.append((name, ts, end - ts))
-        elif kind == _KERNEL_COMM:
-            kernel_collectives.append((name, ts, end - ts))
-        elif kind == _COMM_RANGE and name.startswith("c10d::"):
-            c10d.append((name, ts, end - ts))
+class _Columns:
+    """A file's complete events (``ph`` X) of the categories read, as columns: a name is decided
+    once per distinct (name, category), and the per-event work is C-level maps and numpy (a
+    Python loop over the events took longer than decoding them)."""
+
+    def __init__(self, events: list[_Span]) -> None:
+        xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
+        n = len(xs)
+        self.ts = np.fromiter(map(attrgetter("ts"), xs), float, n)
+        self.end = self.ts + np.fromiter(map(attrgetter("dur"), xs), float, n)
+        self.name, self.names_seen = _codes([e.name for e in xs])
+        cat, cats = _codes([e.cat for e in xs])
+        width = len(self.names_seen)
+        pairs, pair = np.unique(cat * width + self.name, return_inverse=True)
+        keys = [(self.names_seen[p % width], cats[p // width]) for p in pairs.tolist()]
+        self.kind = np.array([_kind(*k) for k in keys], np.int8)[pair]
+        self.cpu = np.array([c in _CPU_CATS for _, c in keys], bool)[pair]
+        self.c10d = np.array([m.startswith("c10d::") for m, _ in keys], bool)[pair]
+        pid, _ = _codes([e.pid for e in xs])
+        tid, tids = _codes([e.tid for e in xs])
+        self.thread = pid * len(tids) + tid
+        self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
+
+    def of(self, *kinds: int) -> np.ndarray:
+        """The complete events of these kinds."""
+        return self.ok & np.isin(self.kind, kinds)
+
+    def spans(self, mask: np.ndarray) -> np.ndarray:
+        return np.vstack((self.ts[mask], self.end[mask]))
+
+    def names(self, mask: np.ndarray) -> list[str]:
+        """The names of the masked events (one shared object per distinct name: a rank's result
+        crosses from its worker pickled once per name, not once per event)."""
+        return list(map(self.names_seen.__getitem__, self.name[mask].tolist()))
+
+    def timed(self, mask: np.ndarray) -> list[tuple[str, float, float]]:
+        """(name, ts, dur) of the masked events."""
+        return list(zip(self.names(mask), self.ts[mask].tolist(),
+                        (self.end - self.ts)[mask].tolist(), strict=True))
+
+
+def _read_one(events: list[_Span], seen: Mapping[int, Any]) -> _OneFile | None:
+    col = _Columns(events)
+    step = col.of(_STEP_RANGE)
+    steps = {int(name.rpartition("#")[2]): (a, b) for name, a, b in zip(
+        col.names(step), col.ts[step].tolist(), col.end[step].tolist(), strict=True)}
     if not steps or all(n in seen for n in steps):
         return None
-    on_step_threads = [x for t in step_threads for x in starts.get(t, ())]
-
-    def pairs(*of: int) -> list[tuple[float, float]]:
-        return [(s, e) for k in of for s, e, _ in spans.get(k, ())]
-
-    data = pairs(_DATA_RANGE)
-    if spans.get(_KERNEL_COMPUTE) or spans.get(_KERNEL_COMM) or spans.get(_KERNEL_OTHER):
-        return _OneFile(True, steps, pairs(_KERNEL_COMPUTE), pairs(_KERNEL_COMM),
-                        pairs(_KERNEL_OTHER), data, kernel_collectives, on_step_threads)
-    comm_by_thread: dict[Any, list[tuple[float, float]]] = defaultdict(list)
-    for k in (_COMM_RANGE, _COLLECTIVE_RANGE):
-        for s, e, t in spans.get(k, ()):
-            comm_by_thread[t].append((s, e))
+    on_steps = col.ok & col.cpu & ~step & np.isin(col.thread, col.thread[step])
+    data = col.spans(col.of(_DATA_RANGE))
+    starts, names = col.ts[on_steps], col.names(on_steps)
+    kernels = col.of(_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER)
+    if kernels.any():
+        return _OneFile(True, steps, col.spans(col.of(_KERNEL_COMPUTE)),
+                        col.spans(col.of(_KERNEL_COMM)), col.spans(col.of(_KERNEL_OTHER)), data,
+                        col.timed(col.of(_KERNEL_COMM)), starts, names)
     # an op inside a collective (gloo's copies) or the data step of its thread is not compute
-    data_iv, compute = _pairs(data), []
-    ops = spans.get(_OP, [])
-    for thread in {t for _, _, t in ops}:
-        mine = [(s, e) for s, e, t in ops if t == thread]
-        mids = np.asarray([(s + e) / 2 for s, e in mine])
-        away = _inside(_pairs(comm_by_thread.get(thread, [])), mids) | _inside(data_iv, mids)
-        compute += [span for span, out in zip(mine, away, strict=True) if not out]
+    comm = col.of(_COMM_RANGE, _COLLECTIVE_RANGE)
+    op = col.of(_OP)
+    mids = (col.ts + col.end) / 2
+    away = _inside(merge(*data), mids)
+    for thread in np.unique(col.thread[op]):
+        mine = col.thread == thread
+        away[mine] |= _inside(merge(*col.spans(comm & mine)), mids[mine])
     # without execution ranges (older torch) a collective is its c10d op
-    return _OneFile(False, steps, compute, pairs(_COMM_RANGE, _COLLECTIVE_RANGE), [], data,
-                    collectives or c10d, on_step_threads)
+    collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
+        col.of(_COMM_RANGE) & col.c10d)
+    return _OneFile(False, steps, col.spans(op & ~away), col.spans(comm), np.empty((2, 0)),
+                    data, collectives, starts, names)
 
 
 # --- the breakdown ---------------------------------------------------------------------------
@@ -538,11 +616,8 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
         warn(line)
 
     inputs = discover(trial, record, note, hook_timeout_s)
-    traces = {}
-    for rank, found in sorted(inputs.items()):
-        got = read_rank([t.source.path for t in found.traces], trial, note)
-        if got is not None:
-            traces[rank] = got
+    traces = read_ranks({rank: [t.source.path for t in found.traces]
+                         for rank, found in inputs.items()}, trial, note)
     if not traces:
         warn(f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose; profile the "
              "run (collector=torchprof, or the benchmark's profiling.enabled=true)")

@@ -20,7 +20,8 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from aorta_core.api.files import AtomicFile, open_limited, read_limited
+from aorta_core.api.bom import without_bom
+from aorta_core.api.files import AtomicFile, mapped_limited, open_limited, read_limited
 
 #: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
 _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
@@ -64,11 +65,17 @@ def raw(obj: Any) -> msgspec.Raw:
     return msgspec.Raw(_ENCODER.encode(obj))
 
 
-def read_trace(path: Path, root: Path | None = None) -> TraceDoc:
-    """Decode a chrome trace (a regular file, inside ``root`` once links are resolved);
-    ``ValueError`` with a one-line reason when it is not one."""
+def read_trace(path: Path, root: Path | None = None,
+               decoder: msgspec.json.Decoder | None = None) -> Any:
+    """Decode a chrome trace (a regular file, inside ``root`` once links are resolved) into a
+    :class:`TraceDoc`; ``ValueError`` with a one-line reason when it is not one. A ``decoder``
+    of fewer fields (a reader's own types, which must keep no view of their input: no
+    ``msgspec.Raw``) decodes from a memory map of the file, not a copy of it."""
     try:
-        return _DECODER.decode(read_limited(path, root))
+        if decoder is None:
+            return _DECODER.decode(read_limited(path, root))
+        with mapped_limited(path, root) as data, without_bom(data) as text:
+            return decoder.decode(text)
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"unreadable ({exc})") from exc
     except msgspec.ValidationError as exc:

@@ -156,6 +156,11 @@ def test_a_sweep_with_diagnose_writes_each_trials_diagnosis_and_perf_md(tmp_path
     perf = (out / "perf.md").read_text()
     assert "## Diagnosis (aorta diagnose)" in perf
     assert perf.count("rank 1: +") == 2
+    # its rows name the cells as the main table does: what tells them apart, within 40 chars
+    full = [c["cell"] for c in json.loads((out / "matrix.json").read_text())["cells"]]
+    named = [line.split("|")[1].strip() for line in perf.split("## Diagnosis")[1].splitlines()
+             if "rank 1: +" in line and line.startswith("|")]
+    assert len(set(named)) == 2 and all(len(n) <= 40 or n in full for n in named), named
     report = (out / "report.html").read_text()  # the same section
     assert ">Diagnosis (aorta diagnose)</h2>" in report
     assert report.count("rank 1: +") == 2
