@@ -12,7 +12,8 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
   ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; JSON-safe numbers:
   ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``;
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``;
-- ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path);
+- ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
+  ``rank_in_head`` (Kineto's ``distributedInfo.rank`` from a trace's first 64 KiB);
 - intervals: ``merge``, ``covered``, ``union_length``; install hints: ``pip_install``.
 
 Launches, intervals and install hints load on first use, so that importing a plugin stays cheap.
@@ -49,7 +50,7 @@ from aorta_core.api.files import (
 )
 from aorta_core.api.numbers import json_number
 from aorta_core.api.parallel import Mapped, decoded_bytes, parallel_map
-from aorta_core.api.ranks import rank_from_env, rank_from_name
+from aorta_core.api.ranks import rank_from_env, rank_from_name, rank_in_head
 
 #: Names loaded on first use, by the module that defines them.
 _LAZY = {
@@ -65,7 +66,7 @@ __all__ = [
     "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
     "check_regex", "check_regular", "check_text", "decoded_bytes", "find_executable",
     "hookimpl", "json_number", "mapped_limited", "open_limited", "parallel_map", "read_limit",
-    "rank_from_env", "rank_from_name", "read_limited", "without_bom", *_LAZY,
+    "rank_from_env", "rank_from_name", "rank_in_head", "read_limited", "without_bom", *_LAZY,
 ]
 
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
+from aorta_core.api.files import open_limited
+
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
+#: Kineto's ``distributedInfo.rank``; 1-9 digits: a longer run is not a rank.
+_RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d{1,9})(?!\d)')
+_HEAD_BYTES = 1 << 16
 
 
 def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") -> int:
@@ -28,3 +34,15 @@ def rank_from_name(path: Path) -> int:
         if found:
             return int(found.group(1))
     return 0
+
+
+def rank_in_head(path: Path, root: Path | None = None) -> int | None:
+    """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
+    the events), so a file's rank is known without decoding it all."""
+    try:
+        with open_limited(path, root) as fh:
+            head = fh.read(_HEAD_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return None
+    found = _RANK_IN_HEAD.search(head)
+    return int(found.group(1)) if found else None

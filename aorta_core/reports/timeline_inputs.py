@@ -21,10 +21,9 @@ from typing import Any
 
 from aorta_core.api.contracts import TimelineSource
 from aorta_core.api.oneline import exception_line, named_once
-from aorta_core.api.ranks import rank_from_name
+from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
-from aorta_core.reports.trace_events import rank_in_head
 
 Warn = Callable[[str], None]
 

@@ -10,7 +10,6 @@ join unrelated lanes and arrows.
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,11 +20,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from aorta_core.api.bom import without_bom
-from aorta_core.api.files import AtomicFile, mapped_limited, open_limited, read_limited
+from aorta_core.api.files import AtomicFile, mapped_limited, read_limited
 
-#: 1-9 digits: a longer run is not a rank (and could not be one of a real job).
-_RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)')
-_HEAD_BYTES = 1 << 16
 #: Flow ids of one input file are shifted into their own block of this size.
 _FLOW_BLOCK = 1 << 32
 #: The process metadata an output lane gets from us; any other ``M`` event is forwarded.
@@ -84,16 +80,6 @@ def read_trace(path: Path, root: Path | None = None,
         raise ValueError(f"not valid JSON ({exc})") from exc
 
 
-def rank_in_head(path: Path, root: Path | None = None) -> int | None:
-    """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
-    the events), so a file's rank is known without decoding it all."""
-    try:
-        with open_limited(path, root) as fh:
-            head = fh.read(_HEAD_BYTES)
-    except (OSError, EOFError, zlib.error):
-        return None
-    found = _RANK_IN_HEAD.search(head)
-    return int(found.group(1)) if found else None
 
 
 @dataclass

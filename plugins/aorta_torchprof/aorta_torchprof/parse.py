@@ -9,21 +9,22 @@ core's bounded reader: regular files inside the folder, within the read limit (g
 Speed: each file is decoded and summed in its own worker process
 (:func:`aorta_core.api.parallel_map`, :mod:`aorta_torchprof.summary`), so eight rank traces take
 about as long as the largest one where there are eight cores, and this process holds per-file
-sums, never a decoded trace. Only the cross-rank aggregation runs here.
+sums, never a decoded trace (and a file's intervals only when its rank has other files). Only
+the cross-rank aggregation runs here.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aorta_core.api import decoded_bytes, merge, parallel_map, read_limited
+from aorta_core.api import decoded_bytes, merge, parallel_map, rank_in_head, read_limited
 from aorta_torchprof.hta_overlap import Overlap
 from aorta_torchprof.session import NO_TRACE_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
@@ -64,9 +65,20 @@ def _need(path: Path) -> int:
         return 0  # the worker's read says why
 
 
+def _sharing_a_rank(files: list[Path], artifact_dir: Path) -> frozenset[Path] | None:
+    """The files whose rank has other files too (their intervals join on the rank's clock), from
+    each file's head; ``None`` (every file) when a head names no rank."""
+    heads = [rank_in_head(path, artifact_dir) for path in files]
+    if None in heads:
+        return None
+    count = Counter(heads)
+    return frozenset(path for path, rank in zip(files, heads, strict=True) if count[rank] > 1)
+
+
 def _summaries(files: list[Path], artifact_dir: Path, drop_last: bool) -> list[FileSummary]:
     out = []
-    work = partial(summarise, root=artifact_dir, drop_last=drop_last)
+    work = partial(summarise, root=artifact_dir, drop_last=drop_last,
+                   intervals_for=_sharing_a_rank(files, artifact_dir))
     for done in parallel_map(work, files, need=_need):
         if done.error is None and done.value.skipped is None:
             out.append(done.value)
@@ -158,7 +170,7 @@ def _rank_spread(lanes: list[tuple[int, GpuLane]]) -> dict[str, Any]:
 def _rank_overlap(lanes: list[GpuLane]) -> Overlap:
     """One rank's overlap over all its files (profiler cycles), on the rank's earliest clock."""
     if len(lanes) == 1:
-        return Overlap.of(lanes[0].comm, lanes[0].compute)
+        return lanes[0].overlap
     base = min(lane.base_us for lane in lanes)
     comm, compute = (np.hstack([getattr(lane, kind) + (lane.base_us - base) for lane in lanes])
                      for kind in ("comm", "compute"))

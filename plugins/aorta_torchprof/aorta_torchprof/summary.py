@@ -2,9 +2,11 @@
 
 Runs in a worker process of :func:`aorta_core.api.parallel_map` (or in-process for a single file),
 so the decoded events never leave it: what goes back is per-file sums, kernel time per name and
-the merged communication and computation intervals, from which the parent derives every
-cross-rank metric. The GPU lane is selected and summed by C-level iteration and numpy, so the
-work after the decode is a small fraction of the decode itself.
+the file's communication/computation overlap, from which the parent derives every cross-rank
+metric. The merged intervals go back only for a file whose rank has other files (profiler
+cycles), as that rank's overlap is taken over the union of its files: 64 ranks' intervals were
+most of the parent's memory. The GPU lane is selected and summed by C-level iteration and
+numpy, so the work after the decode is a small fraction of the decode itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import mmap
 import zlib
 from collections import defaultdict
+from collections.abc import Container
 from dataclasses import dataclass
 from itertools import compress
 from pathlib import Path
@@ -22,7 +25,14 @@ from typing import Any
 import numpy as np
 
 from aorta_core.api import FileRefused, mapped_limited, merge, without_bom
-from aorta_torchprof.hta_overlap import COMMUNICATION, COMPUTATION, MEMORY, OTHER, kernel_class
+from aorta_torchprof.hta_overlap import (
+    COMMUNICATION,
+    COMPUTATION,
+    MEMORY,
+    OTHER,
+    Overlap,
+    kernel_class,
+)
 from aorta_torchprof.trace import GPU_CATS, MAX_US, NO_CORRELATION, decode, plausible
 
 #: GPU-lane categories by what they add to: kernel, memcpy, memset, or nothing (cuda_sync).
@@ -41,6 +51,8 @@ class GpuLane:
     memset_us: float
     kernel_us_by_name: dict[str, float]
     base_us: float
+    overlap: Overlap
+    #: Empty unless the parent asked for them (the rank has other files).
     comm: np.ndarray
     compute: np.ndarray
 
@@ -57,13 +69,16 @@ class FileSummary:
     skipped: str | None = None
 
 
-def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
+def summarise(path: Path, root: Path, drop_last: bool,
+              intervals_for: Container[Path] | None = None) -> FileSummary:
     """Decode ``path`` only as far as the metrics need: lanes and correlations are decoded
     too for CPU ops (no GPU lane) and for HTA's step filter (``drop_last``). The file is
-    mapped, not copied: the trial that wrote it has ended."""
+    mapped, not copied: the trial that wrote it has ended. ``intervals_for``: the files whose
+    merged intervals go back (``None``: every file's)."""
+    keep = intervals_for is None or path in intervals_for
     try:
         with mapped_limited(path, root) as data, without_bom(data) as text:
-            return _summarise(path, text, drop_last)
+            return _summarise(path, text, drop_last, keep)
     except FileRefused as exc:
         return FileSummary(path, skipped=f"{exc}; its metrics are omitted")
     except (OSError, EOFError, zlib.error) as exc:  # zlib: a corrupt .gz body
@@ -73,7 +88,8 @@ def summarise(path: Path, root: Path, drop_last: bool) -> FileSummary:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
 
 
-def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool) -> FileSummary:
+def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
+               ) -> FileSummary:
     try:
         trace = decode(path, data)
         lane = _Lane.of([e for e in trace.events if e.cat in GPU_CATS])
@@ -85,7 +101,7 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool) -> FileSumm
     except ValueError as exc:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
     if lane is not None:
-        return FileSummary(path, trace.rank, gpu=lane.summary())
+        return FileSummary(path, trace.rank, gpu=lane.summary(keep))
     return FileSummary(path, trace.rank, cpu_ops=_cpu_self_times(trace.events))
 
 
@@ -115,7 +131,7 @@ class _Lane:
                        lane.dur[ok])
         return lane if lane.names else None
 
-    def summary(self) -> GpuLane:
+    def summary(self, keep_intervals: bool) -> GpuLane:
         unique = list(dict.fromkeys(self.names))
         code = np.fromiter(map({name: i for i, name in enumerate(unique)}.__getitem__,
                                self.names), np.intp, len(self.names))
@@ -127,6 +143,8 @@ class _Lane:
         start = self.ts - base
         end = start + self.dur
         comm, comp = cls == _CLASS[COMMUNICATION], cls == _CLASS[COMPUTATION]
+        comm, comp = merge(start[comm], end[comm]), merge(start[comp], end[comp])
+        none = np.empty((2, 0))
         return GpuLane(
             kernel_count=int(kernel.sum()),
             kernel_us=math.fsum(self.dur[kernel].tolist()),
@@ -135,8 +153,9 @@ class _Lane:
             kernel_us_by_name={name: float(us) for name, us, k in zip(unique, per_name, used,
                                                                       strict=True) if k},
             base_us=base,
-            comm=merge(start[comm], end[comm]),
-            compute=merge(start[comp], end[comp]),
+            overlap=Overlap.of(comm, comp),
+            comm=comm if keep_intervals else none,
+            compute=comp if keep_intervals else none,
         )
 
 

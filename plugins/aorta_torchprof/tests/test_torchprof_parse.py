@@ -136,3 +136,27 @@ def test_odd_field_types_fall_back_to_tolerant_decode(tmp_path: Path) -> None:
     doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": True})
     (tmp_path / "t.json").write_text(json.dumps(doc))
     assert parse_dir(tmp_path)["torchprof_kernel_count"] == 3
+
+
+def test_a_ranks_profiler_cycles_join_on_its_clock(tmp_path: Path) -> None:
+    """Rank 0 traced twice over the same kernels (two cycles' files at the same times) and
+    rank 1 once, from the real H200 benchmark trace: rank 0's compute is the union of its two
+    files' intervals (the only files whose intervals reach the parent), not their sum."""
+    from aorta_torchprof.parse import _sharing_a_rank
+
+    source = FIXTURES / "cuda_h200_bench/torchprof/rank0/rank0_step4.pt.trace.json.gz"
+    alone = parse_dir(source.parent)
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    for name, rank in (("rank0_step4", 0), ("rank0_step8", 0), ("rank1_step4", 1)):
+        doc["distributedInfo"]["rank"] = rank
+        (tmp_path / f"{name}.pt.trace.json").write_text(json.dumps(doc))
+    files = sorted(tmp_path.iterdir())
+    assert _sharing_a_rank(files, tmp_path) == {tmp_path / "rank0_step4.pt.trace.json",
+                                                tmp_path / "rank0_step8.pt.trace.json"}
+    both = parse_dir(tmp_path)
+    assert both["torchprof_rank_count"] == 2 and both["torchprof_trace_count"] == 3
+    assert np.isclose(both["torchprof_gpu_time_ms"], 3 * alone["torchprof_gpu_time_ms"])
+    assert np.isclose(both["torchprof_compute_ms"], alone["torchprof_compute_ms"])
+    # a file whose head names no rank: every file keeps its intervals
+    (tmp_path / "rank2.pt.trace.json").write_text(json.dumps({"traceEvents": []}))
+    assert _sharing_a_rank(sorted(tmp_path.iterdir()), tmp_path) is None
