@@ -112,9 +112,11 @@ def _run(kind: str, trial: Path) -> dict:
     return row
 
 
-def _eight(root: Path, tiles: int, repeat: int) -> dict:
-    trial = root / "eight" / "trial_000"
-    make_capture(trial, 8, tiles)
+def _eight(root: Path, tiles: int, repeat: int, trial: Path | None) -> dict:
+    """8 ranks: ``trial`` when the main capture has 8, else one made for it."""
+    if trial is None:
+        trial = root / "eight" / "trial_000"
+        make_capture(trial, 8, tiles)
     seq, par, diagnose = [], [], []
     for _ in range(repeat):
         seq.append(_run("parse_sequential", trial)["process_wall_s"])
@@ -152,7 +154,8 @@ def main() -> None:
         for _ in range(args.repeat):
             for kind in ("parse_sequential", "parse", "overlap", "timeline", "diagnose"):
                 rows.setdefault(kind, []).append(_run(kind, trial))
-        eight = _eight(root, args.tiles, max(args.repeat, 3)) if args.eight else None
+        eight = _eight(root, args.tiles, max(args.repeat, 3),
+                       trial if args.ranks == 8 else None) if args.eight else None
         control = cpu_control(cores)
     largest = max(sizes)
 
