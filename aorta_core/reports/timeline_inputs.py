@@ -109,24 +109,24 @@ def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn
                        hook_timeout_s: float | None) -> Iterator[tuple[str, list[TimelineSource]]]:
     """Each collector that ran and the sources it names, by collector name. Without a record,
     the installed collectors whose artifact folder is in the trial, with their defaults."""
-    ran = _recorded(record) if record is not None else None
-    if ran == {}:
-        return  # it ran no collector: nothing to load
-    from aorta_core.engine.plugins import PluginLoadError, load_registry
+    from aorta_core.engine.plugins import PluginLoadError, load_registry, option_names
 
-    try:
-        registry = load_registry()
-    except PluginLoadError as exc:  # AORTA_STRICT_PLUGINS=1 and one failed to load
-        warn(f"{exc}; the collectors' traces are left out of the timeline")
-        return
-    if ran is None:
-        ran = {name: {} for name in registry.collectors if (trial / name).is_dir()}
+    ran = _recorded(record) if record is not None else {
+        name: {} for name in option_names() if (trial / name).is_dir()}
     for name, values in sorted(ran.items()):
         folder = trial / name
         if not folder.is_dir():
             continue  # nothing kept of it (retention) or never made
+        try:  # only the collectors that ran are imported
+            registry = load_registry(only=name)
+        except PluginLoadError as exc:  # AORTA_STRICT_PLUGINS=1 and it failed to load
+            warn(named_once(name, f"{exc}; {_LEFT_OUT}"))
+            continue
         if name not in registry.collectors:
-            warn(named_once(name, f"not installed here (see `aorta plugins`), so {_LEFT_OUT}"))
+            failed = [s.error for s in registry.statuses if s.error]
+            why = f"unusable here ({failed[0]})" if failed else \
+                "not installed here (see `aorta plugins`)"
+            warn(named_once(name, f"{why}, so {_LEFT_OUT}"))
             continue
         sources = _ask(registry, name, folder, values, trial, warn, hook_timeout_s)
         if sources:
@@ -135,6 +135,8 @@ def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn
 
 def _options(info_options: type, values: Mapping[str, Any]) -> Any:
     """The collector's options dataclass with the values its record holds (Hydra's checks)."""
+    if not values:  # its defaults: no OmegaConf to import
+        return info_options()
     from omegaconf import OmegaConf
 
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(info_options), values))
