@@ -44,10 +44,12 @@ TARGETS = {
                "aorta_core\"` (fresh interpreters, interleaved, medians; `before`: the tree "
                "before issue 27's lazy imports, same run of the same VM)",
     "ranks": "64 generated rank traces (bench_timeline's capture; `tiles` x ~7.3 MB each) "
-             "through the real `aorta parse torchprof`, `report overlap`, `timeline --ranks`: "
-             "parse wall <= 1.3x (sum of per-file parse times / cores), each worker's peak "
-             "<= 2.5x the largest file, the parent's added peak <= 0.25x one file; 8 ranks "
-             "(`eight`) <= 0.6x sequential on 2 cores. The issue's 100-200 MB per rank "
+             "through the real `aorta parse torchprof`, `report overlap`, `timeline --ranks`, "
+             "`diagnose`: parse wall <= 1.3x (sum of per-file parse times / cores), each "
+             "worker's peak <= 2.5x the largest file, the parent's added peak <= 0.25x one "
+             "file; 8 ranks (`eight`) <= 0.6x sequential on 2 cores (0.2x on 16), and "
+             "`aorta diagnose` of them <= 1.5x their parallel parse. The issue's 100-200 MB per "
+             "rank "
              "(`--tiles 20`) is for a big machine. `cpu_control_ratio`: as many CPU-bound "
              "interpreters as cores at once vs one after another (0.5 on an idle 2-core VM)",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
