@@ -145,3 +145,25 @@ def test_disabled_collectors_stay_out_of_the_payload(install, monkeypatch):
     monkeypatch.delenv("AORTA_DISABLE_PLUGINS")
     with payload.session(rank=0) as session:
         assert session.names == ("pl_off",)
+
+
+@pytest.mark.parametrize(("env", "rank", "local"), [
+    ({"RANK": "5", "LOCAL_RANK": "1", "SLURM_PROCID": "0", "SLURM_LOCALID": "0"}, 5, 1),
+    ({"SLURM_PROCID": "3", "SLURM_LOCALID": "1"}, 3, 1),  # srun without torchrun
+    ({"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, 2, 0),
+    ({"PMI_RANK": "7", "MPI_LOCALRANKID": "3"}, 7, 3),
+    ({"RANK": "x", "SLURM_PROCID": "4"}, 4, 0),  # not a number: the next launcher's
+    ({}, 0, 0),
+])
+def test_a_session_reads_its_rank_from_whichever_launcher_started_it(install, monkeypatch, env,
+                                                                     rank, local):
+    for name in ("RANK", "LOCAL_RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_RANK",
+                 "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "MPI_LOCALRANKID"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    log = install("pl_a")
+    with payload.session():
+        pass
+    assert lines(log)[0] == f"pl_a made rank={rank} context=[]"
+    assert payload.rank_from_env(variable="LOCAL_RANK") == local

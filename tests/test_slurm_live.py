@@ -161,3 +161,15 @@ def test_the_multi_node_script_runs_torchrun_under_srun_across_two_slurm_nodes(t
     assert any(line.startswith("0: node 0 (127.0.0.1) of 2") for line in lines)
     assert any(line.startswith("1: node 1 (127.0.0.1) of 2") for line in lines)
     assert any("benchmark done" in line and "'world_size': 2" in line for line in lines)
+
+
+def test_a_workload_that_srun_starts_alone_names_its_ranks_from_slurm(tmp_path: Path):
+    """No torchrun: each task's rank is Slurm's SLURM_PROCID (its local one SLURM_LOCALID), so
+    per-rank files of two tasks do not land on one name."""
+    code = ("from aorta_core.api import rank_from_env as r; "
+            "print('rank', r(), 'local', r(variable='LOCAL_RANK'))")
+    done = subprocess.run(["srun", "-N2", "--ntasks-per-node=1", sys.executable, "-c", code],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(line for line in done.stdout.splitlines() if line.startswith("rank ")) == [
+        "rank 0 local 0", "rank 1 local 0"]

@@ -17,13 +17,27 @@ _RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d{
 _HEAD_BYTES = 1 << 16
 
 
+#: Where launchers put a process's rank, the first set wins: torchrun's (and most wrappers'),
+#: then ``srun`` started without torchrun, Open MPI's ``mpirun``, MPICH and Intel MPI.
+_LAUNCHERS = {
+    "RANK": ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"),
+    "LOCAL_RANK": ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                   "MPI_LOCALRANKID"),
+}
+
+
 def rank_from_env(env: Mapping[str, str] | None = None, variable: str = "RANK") -> int:
-    """The rank a launcher exported for this process (torchrun: ``RANK`` across the job,
-    ``LOCAL_RANK`` on its node); 0 when unset or not a number (a single process)."""
-    try:
-        return int((os.environ if env is None else env).get(variable, "0"))
-    except ValueError:
-        return 0
+    """The rank a launcher exported for this process: ``RANK`` across the job (``LOCAL_RANK`` on
+    its node) as torchrun sets it, else Slurm's, Open MPI's or MPICH's own variable for it (a
+    workload started by ``srun`` or ``mpirun`` alone); 0 when none is set to a number (a single
+    process)."""
+    env = os.environ if env is None else env
+    for name in _LAUNCHERS.get(variable, (variable,)):
+        try:
+            return int(env[name])
+        except (KeyError, ValueError):
+            continue
+    return 0
 
 
 def rank_from_name(path: Path) -> int:

@@ -57,7 +57,9 @@ def init_distributed(requested_device: str, env: Mapping[str, str]) -> DistConte
 
     A group always exists, so FSDP2/DDP run the same code path with one process as with many.
     """
-    local_rank = rank_from_env(env, "LOCAL_RANK")
+    # torchrun's only: a task that srun started alone sees its own GPU (Slurm's binding) as
+    # device 0, whatever SLURM_LOCALID is
+    local_rank = rank_from_env({"LOCAL_RANK": env.get("LOCAL_RANK", "")}, "LOCAL_RANK")
     device = pick_device(requested_device, local_rank, int(env.get("LOCAL_WORLD_SIZE", "1")))
     backend = "nccl" if device.type == "cuda" else "gloo"
     kwargs = {"device_id": device} if device.type == "cuda" else {}
