@@ -78,6 +78,21 @@ def test_a_sweep_runs_its_cells_as_slurm_jobs_and_records_what_a_local_run_does(
     assert len(records(out)) == 4
 
 
+@needs(SUBMITIT)
+def test_a_sweep_asking_for_gpus_the_cluster_lacks_names_the_key_to_change(tmp_path: Path):
+    """aorta_slurm asks for a GPU per cell; sbatch of this GPU-less cluster refuses it."""
+    gpu = [a for a in SLURM if not a.startswith("hydra.launcher.gpus_per_node")]
+    out = tmp_path / "out"
+    done = run_aorta(["-m", *gpu, f"output={out}", "sweep=repeat", "trials=1", "--", "true"],
+                     cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("aorta: error: the sweep could not start (FailedJobError: "), last
+    assert "Invalid generic resource (gres) specification" in last, last
+    assert "set hydra.launcher.gpus_per_node=0" in last, last
+    assert not list(out.glob("cells/*/trial_*"))
+
+
 def _wait_for(what, timeout_s: float = 60):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

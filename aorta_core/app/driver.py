@@ -91,12 +91,13 @@ def _unstarted(exc: Exception) -> str:
     from omegaconf.errors import OmegaConfBaseException
 
     from aorta_core.app.precheck import hydra_line
+    from aorta_core.app.sbatch_hints import sbatch_fix
 
     if isinstance(exc, HydraException | OmegaConfBaseException):
         return hydra_line(exc)
-    return (f"the sweep could not start ({exception_line(exc)}); nothing ran: "
-            "fix the launcher or the command line (HYDRA_FULL_ERROR=1 shows the "
-            "traceback)")
+    fix = sbatch_fix(str(exc)) or ("fix the launcher or the command line (HYDRA_FULL_ERROR=1 "
+                                   "shows the traceback)")
+    return f"the sweep could not start ({exception_line(exc)}); nothing ran: {fix}"
 
 
 def _undo_start(output: Path, existing: Path, earlier: set[str]) -> None:

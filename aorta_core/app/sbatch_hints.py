@@ -1,0 +1,29 @@
+"""What to change when sbatch refuses a sweep's jobs: Slurm's refusal (its slurm_errno.c text)
+names the request it cannot meet, not the ``hydra.launcher`` key of aorta_slurm that made it."""
+
+from __future__ import annotations
+
+#: A part of Slurm's refusal, and the fix to name with it.
+_FIXES = (
+    ("Invalid generic resource (gres) specification",
+     "the job asks for GPUs the partition does not have: on a cluster without GPUs set "
+     "hydra.launcher.gpus_per_node=0 (aorta_slurm asks for 1), else choose a partition with "
+     "GPUs (hydra.launcher.partition=...; `sinfo -o '%P %G'` lists them)"),
+    ("Invalid partition name specified",
+     "set hydra.launcher.partition to a partition `sinfo -s` lists"),
+    ("Requested node configuration is not available",
+     "no node has what one cell asks for: lower hydra.launcher.cpus_per_task, mem_gb or "
+     "gpus_per_node (`sinfo -N -o '%N %c %m %G'` shows what the nodes have)"),
+    ("Requested time limit is invalid",
+     "lower hydra.launcher.timeout_min under the partition's limit (`sinfo -o '%P %l'`)"),
+    ("Invalid account or account/partition combination specified",
+     "set hydra.launcher.account to one of yours (`sacctmgr show assoc user=$USER`)"),
+    ("Invalid qos specification",
+     "set hydra.launcher.qos to one your account may use (`sacctmgr show assoc user=$USER`)"),
+)
+
+
+def sbatch_fix(message: str) -> str | None:
+    """The fix for the sbatch refusal in ``message``, or ``None`` when it holds none we know."""
+    lowered = message.lower()
+    return next((fix for refusal, fix in _FIXES if refusal.lower() in lowered), None)
