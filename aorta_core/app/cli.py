@@ -288,7 +288,8 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
     written = 0
     for trial in trials:
         try:
-            done = build_timeline(trial, Path(ns.output) if ns.output else None, selection)
+            done = build_timeline(trial, Path(ns.output) if ns.output else None, selection,
+                                  hook_timeout_s=ns.hook_timeout)
         except OSError as exc:
             error_line(f"cannot write the timeline of {trial}: {exc}")
             continue
@@ -313,7 +314,8 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
     written, results = 0, []
     for trial in trial_dirs(path):
         try:
-            done = write_diagnosis(trial, min_excess_ms=ns.min_excess_ms,
+            done = write_diagnosis(trial, hook_timeout_s=ns.hook_timeout,
+                                   min_excess_ms=ns.min_excess_ms,
                                    min_excess_pct=ns.min_excess_pct)
         except Exception as exc:  # one trial's trouble is one line, never the others'
             from aorta_core.api.oneline import exception_line
@@ -345,6 +347,28 @@ def _argument(parse):
     return convert
 
 
+def _hook_seconds(text: str) -> float | None:
+    """``--hook-timeout``: seconds as the sweep's ``hook_timeout`` takes them (``none``: no
+    limit)."""
+    if text.lower() in ("none", "null"):
+        return None
+    from aorta_core.engine.settings import MAX_HOOK_TIMEOUT_S
+
+    seconds = float(text)
+    if not 0 < seconds <= MAX_HOOK_TIMEOUT_S:  # nan fails too
+        raise ValueError(f"{text}: a number of seconds above 0 (none: no limit)")
+    return seconds
+
+
+def _add_hook_timeout(parser: argparse.ArgumentParser) -> None:
+    from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
+
+    parser.add_argument("--hook-timeout", type=_argument(_hook_seconds), metavar="S",
+                        default=DEFAULT_HOOK_TIMEOUT_S,
+                        help="seconds each collector's timeline_sources hook may take "
+                             f"({DEFAULT_HOOK_TIMEOUT_S:g}; none: no limit)")
+
+
 def _timeline_value(name: str):
     """``reports.timeline``'s parser ``name``, imported at the first value it reads: the
     timeline's module (numpy, the report helpers) is no start-up cost of other commands."""
@@ -367,6 +391,7 @@ def _add_timeline_parser(sub) -> None:
                    help="ProfilerStep#N / benchmark steps to keep, e.g. 3-5")
     t.add_argument("--window", type=parse_window, metavar="START:END",
                    help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
+    _add_hook_timeout(t)
     t.set_defaults(func=cmd_timeline)
 
 
@@ -383,6 +408,7 @@ def _add_diagnose_parser(sub, command: str | None) -> None:
     d.add_argument("--min-excess-pct", type=float, default=MIN_EXCESS_PCT,
                    help=f"... and this %% of the median step at least ({MIN_EXCESS_PCT:g})")
     d.add_argument("--json", action="store_true", help="print the diagnoses as a JSON list")
+    _add_hook_timeout(d)
     d.set_defaults(func=cmd_diagnose)
 
 

@@ -184,8 +184,10 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
     collectors, metrics = _collect(registry, cell, trial_dir, folders, run, notes)
     metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
     verdict, error = _verdict(outcome, error, cell, stderr)
+    wall = round(outcome.wall_time_s, 6) if outcome else None  # as the record keeps it, so the
+    # trial's own timeline places lanes as `aorta timeline` of its record.json does
     if after_run is not None and outcome is not None:  # before retention prunes the traces
-        after_run(trial_dir, {"started_at_unix": started, "wall_time_s": outcome.wall_time_s,
+        after_run(trial_dir, {"started_at_unix": started, "wall_time_s": wall,
                               "collectors": msgspec.to_builtins(collectors)})
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
@@ -194,7 +196,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
         error=error and safe_text(error),
         exit_code=outcome.returncode if outcome else None,
         timed_out=outcome.timed_out if outcome else False,
-        wall_time_s=round(outcome.wall_time_s, 6) if outcome else None,
+        wall_time_s=wall,
         started_at=datetime.fromtimestamp(started, UTC).isoformat(timespec="seconds"),
         started_at_unix=started,
         argv=[safe_text(a) for a in given.argv], argv_run=[safe_text(a) for a in launch.argv],

@@ -172,17 +172,20 @@ def test_a_failing_collector_costs_one_line_and_its_own_lanes(site, tmp_path):
     assert again["otherData"]["sources"] == doc["otherData"]["sources"]
 
     # a collector that ran but no longer imports is named with its error; one installed since,
-    # broken too, did not run in this trial and is never imported
+    # broken too, did not run in this trial and is never imported; the hanging one is given up
+    # after --hook-timeout
     (site.root / "aorta_test_raiser" / "plugin.py").write_text(
         "raise RuntimeError('broken at import')\n")
     site.add("other", "raise RuntimeError('never imported')\n")
-    broken = run_aorta(["timeline", str(trial)], cwd=tmp_path,
-                       env={**site.env, "AORTA_DISABLE_PLUGINS":
-                            f"{ONLY_TEST_PLUGINS['AORTA_DISABLE_PLUGINS']},hanger"})
+    broken = run_aorta(["timeline", str(trial), "--hook-timeout", "2"], cwd=tmp_path,
+                       env={**site.env, **ONLY_TEST_PLUGINS}, timeout=60)
     assert broken.returncode == 0, broken.stderr
+    assert "aorta: warning: hanger: timeline_sources failed: did not return within 2 s " \
+        "(hook_timeout); its traces are left out of the timeline" in _warnings(broken.stderr)
     (raiser,) = [w for w in _warnings(broken.stderr) if w.startswith("aorta: warning: raiser:")]
     assert raiser.startswith("aorta: warning: raiser: unusable here (") and \
         "broken at import" in raiser and raiser.endswith("its traces are left out of the timeline")
     assert "never imported" not in broken.stderr
-    assert json.loads((trial / "timeline.json").read_text())["otherData"]["sources"] == \
-        doc["otherData"]["sources"]
+    assert sorted(s["file"] for s in json.loads(
+        (trial / "timeline.json").read_text())["otherData"]["sources"]) == \
+        ["lanes/relative.json", "lanes/unix.json"]
