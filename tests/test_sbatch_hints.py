@@ -10,6 +10,8 @@ from aorta_core.app.sbatch_hints import sbatch_fix
 
 
 @pytest.mark.parametrize(("refusal", "key"), [
+    ("Could not establish a configuration source", "SLURM_CONF"),  # sbatch without slurm.conf
+    ("Unable to contact slurm controller (connect failure)", "scontrol ping"),
     ("Invalid generic resource (gres) specification", "hydra.launcher.gpus_per_node=0"),
     ("Invalid partition name specified", "hydra.launcher.partition"),
     ("Requested node configuration is not available", "hydra.launcher.cpus_per_task"),

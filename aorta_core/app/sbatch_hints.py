@@ -5,6 +5,12 @@ from __future__ import annotations
 
 #: A part of Slurm's refusal, and the fix to name with it.
 _FIXES = (
+    ("Could not establish a configuration source",
+     "sbatch finds no Slurm configuration here: run the sweep on a login node of the cluster, "
+     "or point SLURM_CONF at its slurm.conf"),
+    ("Unable to contact slurm controller",
+     "no Slurm controller answers from here (`scontrol ping` says which): run the sweep on a "
+     "login node of the cluster, or wait until its controller is back"),
     ("Invalid generic resource (gres) specification",
      "the job asks for GPUs the partition does not have: on a cluster without GPUs set "
      "hydra.launcher.gpus_per_node=0 (aorta_slurm asks for 1), else choose a partition with "
