@@ -23,6 +23,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, count
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -239,9 +240,12 @@ class _OneFile:
     names: list[str]
 
 
+_NAME, _CAT, _TS, _DUR, _PID, _TID = map(attrgetter, ("name", "cat", "ts", "dur", "pid", "tid"))
+
+
 def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     """Each value's index among the distinct values, and those values (first seen first)."""
-    index = {v: i for i, v in enumerate(dict.fromkeys(values))}
+    index = dict(zip(dict.fromkeys(values), count()))
     return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), list(index)
 
 
@@ -276,19 +280,21 @@ class _Columns:
     def __init__(self, events: list[_Span]) -> None:
         xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
         n = len(xs)
-        self.ts = np.fromiter(map(attrgetter("ts"), xs), float, n)
-        self.end = self.ts + np.fromiter(map(attrgetter("dur"), xs), float, n)
-        self.name, self.names_seen = _codes([e.name for e in xs])
-        cat, cats = _codes([e.cat for e in xs])
+        self.ts = np.fromiter(map(_TS, xs), float, n)
+        self.end = self.ts + np.fromiter(map(_DUR, xs), float, n)
+        self.name, self.names_seen = _codes(list(map(_NAME, xs)))
+        cat, cats = _codes(list(map(_CAT, xs)))
         width = len(self.names_seen)
         pairs, pair = np.unique(cat * width + self.name, return_inverse=True)
         keys = [(self.names_seen[p % width], cats[p // width]) for p in pairs.tolist()]
         self.kind = np.array([_kind(*k) for k in keys], np.int8)[pair]
         self.cpu = np.array([c in _CPU_CATS for _, c in keys], bool)[pair]
         self.c10d = np.array([m.startswith("c10d::") for m, _ in keys], bool)[pair]
-        pid, _ = _codes([e.pid for e in xs])
-        tid, tids = _codes([e.tid for e in xs])
-        self.thread = pid * len(tids) + tid
+        cpu = list(compress(xs, self.cpu.tolist()))  # only CPU events' threads are read
+        pid, _ = _codes(list(map(_PID, cpu)))
+        tid, tids = _codes(list(map(_TID, cpu)))
+        self.thread = np.full(n, -1, np.intp)
+        self.thread[self.cpu] = pid * len(tids) + tid
         self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
 
     def of(self, *kinds: int) -> np.ndarray:
