@@ -109,9 +109,9 @@ class _Trace:
     data: np.ndarray = field(default_factory=_empty)
     #: Collective executions, by start: (name, ts, dur).
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
-    #: The step threads' event starts and names (what follows a host gap).
-    starts: np.ndarray = field(default_factory=lambda: np.empty(0))
-    names: list[str] = field(default_factory=list)
+    #: Per step, its longest run of host time (ms) and the event that starts right after it:
+    #: found where the trace is read, so the step threads' events never leave that worker.
+    longest_host: dict[int, tuple[float, str | None]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
 
 
@@ -198,9 +198,11 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     out.collectives.sort(key=lambda c: c[1])
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
-    out.starts = starts[order]
     names = [name for f in files for name in f.names]
-    out.names = [names[i] for i in order.tolist()]
+    names = [names[i] for i in order.tolist()]
+    for step, (a, b) in out.steps.items():
+        points, _, labels, _ = _segments(out, a, b, _empty())
+        out.longest_host[step] = _longest(points, labels["host"], starts[order], names)
     return out
 
 
@@ -367,7 +369,10 @@ class _Step:
     longest_host: tuple[float, str | None]
 
 
-def _breakdown(trace: _Trace, a: float, b: float, wait: np.ndarray) -> _Step:
+def _segments(trace: _Trace, a: float, b: float, wait: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """``[a, b)`` cut where any interval starts or ends: the cut points, the segments'
+    lengths, each part's segments (one label each, first match wins) and the waiting ones."""
     sets = {k: _clip(getattr(trace, k), a, b) for k in ("compute", "comm", "other", "data")}
     sets["wait"] = _clip(wait, a, b)
     points = np.unique(np.concatenate([[a, b], *(s.ravel() for s in sets.values())]))
@@ -379,12 +384,18 @@ def _breakdown(trace: _Trace, a: float, b: float, wait: np.ndarray) -> _Step:
               "other": o & ~m & ~p}
     labels["data"] = d & ~m & ~p & ~o
     labels["host"] = ~(m | p | o | d)
+    return points, lengths, labels, w
+
+
+def _breakdown(trace: _Trace, step: int, wait: np.ndarray) -> _Step:
+    _, lengths, labels, w = _segments(trace, *trace.steps[step], wait)
     parts = {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS}
     waited = float(lengths[w & labels["comm_exposed"]].sum()) / 1e3
-    return _Step(parts, waited, _longest(points, labels["host"], trace))
+    return _Step(parts, waited, trace.longest_host[step])
 
 
-def _longest(points: np.ndarray, host: np.ndarray, trace: _Trace) -> tuple[float, str | None]:
+def _longest(points: np.ndarray, host: np.ndarray, starts: np.ndarray, names: list[str]
+             ) -> tuple[float, str | None]:
     """The longest run of consecutive host segments, and the first event starting at its end."""
     if not host.any():
         return 0.0, None
@@ -393,8 +404,8 @@ def _longest(points: np.ndarray, host: np.ndarray, trace: _Trace) -> tuple[float
     lengths = points[runs[:, 1]] - points[runs[:, 0]]
     best = int(np.argmax(lengths))
     end = points[runs[best, 1]]
-    i = int(np.searchsorted(trace.starts, end - 1.0))  # an event starting within 1 µs
-    name = trace.names[i] if i < len(trace.names) and trace.starts[i] <= end + 1000 else None
+    i = int(np.searchsorted(starts, end - 1.0))  # an event starting within 1 µs
+    name = names[i] if i < len(names) and starts[i] <= end + 1000 else None
     return float(lengths[best]) / 1e3, name
 
 
@@ -452,7 +463,7 @@ def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
         waits, names = _waits(traces, step)
         for rank, trace in traces.items():
             a, b = trace.steps[step]
-            done = _breakdown(trace, a, b, waits[rank])
+            done = _breakdown(trace, step, waits[rank])
             row = {"step": step, "step_ms": (b - a) / 1e3,
                    **{f"{k}_ms": v for k, v in done.parts.items()}, "comm_wait_ms": done.wait}
             rows[rank].append(row)
