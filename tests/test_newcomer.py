@@ -137,8 +137,12 @@ def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, exis
         (out / "notes.txt").write_text("mine")
     done = run_aorta(["sweep=repeat", "hydra/launcher=submitit_slurm", f"output={out}", *TRUE],
                      cwd=tmp_path)
-    assert _one_error(done).startswith("the sweep could not start (RuntimeError: Could not "
-                                       "detect \"srun\"")
+    line = _one_error(done)
+    assert line.startswith('the sweep could not start (RuntimeError: Could not detect "srun"'), \
+        line
+    assert line.endswith("nothing ran: this machine has no Slurm (srun, sbatch): run the sweep "
+                         "on a login node of the cluster, or leave hydra/launcher out to run its "
+                         "cells here"), line
     if existing:
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
     else:

@@ -10,6 +10,7 @@ from aorta_core.app.sbatch_hints import sbatch_fix
 
 
 @pytest.mark.parametrize(("refusal", "key"), [
+    ('Could not detect "srun", are you indeed on a slurm cluster?', "leave hydra/launcher out"),
     ("Could not establish a configuration source", "SLURM_CONF"),  # sbatch without slurm.conf
     ("Unable to contact slurm controller (connect failure)", "scontrol ping"),
     ("Invalid generic resource (gres) specification", "hydra.launcher.gpus_per_node=0"),

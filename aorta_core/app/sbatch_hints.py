@@ -1,10 +1,14 @@
-"""What to change when sbatch refuses a sweep's jobs: Slurm's refusal (its slurm_errno.c text)
-names the request it cannot meet, not the ``hydra.launcher`` key of aorta_slurm that made it."""
+"""What to change when a Slurm launcher cannot submit a sweep's jobs: Slurm's refusal (its
+slurm_errno.c text) names the request it cannot meet, not the ``hydra.launcher`` key of
+aorta_slurm that made it, and submitit's names no way out where Slurm is missing."""
 
 from __future__ import annotations
 
 #: A part of Slurm's refusal, and the fix to name with it.
 _FIXES = (
+    ('Could not detect "srun"',  # submitit's words where no Slurm command is installed
+     "this machine has no Slurm (srun, sbatch): run the sweep on a login node of the cluster, "
+     "or leave hydra/launcher out to run its cells here"),
     ("Could not establish a configuration source",
      "sbatch finds no Slurm configuration here: run the sweep on a login node of the cluster, "
      "or point SLURM_CONF at its slurm.conf"),
