@@ -198,11 +198,12 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     out.collectives.sort(key=lambda c: c[1])
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
+    starts = starts[order]
     names = [name for f in files for name in f.names]
     names = [names[i] for i in order.tolist()]
     for step, (a, b) in out.steps.items():
         points, _, labels, _ = _segments(out, a, b, _empty())
-        out.longest_host[step] = _longest(points, labels["host"], starts[order], names)
+        out.longest_host[step] = _longest(points, labels["host"], starts, names)
     return out
 
 
