@@ -30,7 +30,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench_torchprof_parse import make_trace, status_bytes
@@ -52,10 +55,38 @@ def generate(folder: Path, ranks: int, events: int) -> list[int]:
                              [events] * ranks))
 
 
-def _grandchildren() -> list[int]:
-    """The pool's workers: children of the forkserver, itself a child of this process."""
-    parents = process_tree()
-    return [pid for child in parents.get(os.getpid(), []) for pid in parents.get(child, [])]
+@dataclass
+class PoolPeaks:
+    """Peak RSS (VmHWM) of a pool's workers, by pid, and of its forkserver, in bytes."""
+
+    workers: dict[int, int] = field(default_factory=dict)
+    forkserver: int = 0
+
+
+@contextmanager
+def pool_peaks() -> Iterator[PoolPeaks]:
+    """Inside the block, every 10 ms, the VmHWM of this process's pool: the forkserver (a child
+    of this process with children) and its children, the workers. VmHWM only grows, so each
+    process's last sample is its peak."""
+    peaks, stop, me = PoolPeaks(), threading.Event(), os.getpid()
+
+    def sample() -> None:
+        while not stop.wait(0.01):
+            tree = process_tree()
+            for child in tree.get(me, []):
+                workers = tree.get(child, [])
+                if workers:
+                    peaks.forkserver = max(peaks.forkserver, hwm(child))
+                for pid in workers:
+                    peaks.workers[pid] = max(peaks.workers.get(pid, 0), hwm(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peaks
+    finally:
+        stop.set()
+        sampler.join()
 
 
 def process_tree() -> dict[int, list[int]]:
@@ -86,23 +117,12 @@ def _measure(folder: Path) -> dict:
     """In this fresh process: parse the folder; wall time, own and workers' peak RSS."""
     from aorta_torchprof.parse import parse_dir
 
-    peaks: dict[int, int] = {}
-    stop = threading.Event()
-
-    def sample() -> None:  # VmHWM only grows: the last sample of a worker is its peak
-        while not stop.wait(0.01):
-            for pid in _grandchildren():
-                peaks[pid] = max(peaks.get(pid, 0), hwm(pid))
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    metrics = parse_dir(folder)
-    seconds = time.perf_counter() - start
-    stop.set()
-    sampler.join()
+    with pool_peaks() as peaks:
+        start = time.perf_counter()
+        metrics = parse_dir(folder)
+        seconds = time.perf_counter() - start
     return {"seconds": seconds, "parent_peak": status_bytes("VmHWM"),
-            "worker_peaks": sorted(peaks.values(), reverse=True),
+            "worker_peaks": sorted(peaks.workers.values(), reverse=True),
             **{k: metrics.get(k) for k in METRICS}}
 
 

@@ -32,11 +32,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from bench_parallel_parse import cpu_control, hwm, process_tree
+from bench_parallel_parse import cpu_control, pool_peaks
 from bench_timeline import make_capture
 from bench_torchprof_parse import status_bytes
 
@@ -65,34 +64,16 @@ def _measure(kind: str, trial: Path, result: Path) -> None:
                      str(out / "timeline.json")],
         "diagnose": ["diagnose", str(trial), "--json"],
     }[kind]
-    workers: dict[int, int] = {}
-    servers: dict[int, int] = {}
-    stop = threading.Event()
-    me = os.getpid()
-
-    def sample() -> None:  # VmHWM only grows: the last sample of a process is its peak
-        while not stop.wait(0.01):
-            tree = process_tree()
-            for child in tree.get(me, []):
-                grandchildren = tree.get(child, [])
-                if grandchildren:  # the forkserver: its children are the workers
-                    servers[child] = max(servers.get(child, 0), hwm(child))
-                for pid in grandchildren:
-                    workers[pid] = max(workers.get(pid, 0), hwm(pid))
-
     before = status_bytes("VmRSS")
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    start = time.perf_counter()
-    status = main(argv)
-    seconds = time.perf_counter() - start
-    stop.set()
-    sampler.join()
+    with pool_peaks() as peaks:
+        start = time.perf_counter()
+        status = main(argv)
+        seconds = time.perf_counter() - start
     result.write_text(json.dumps({
         "kind": kind, "status": status, "seconds": seconds, "parent_rss_before": before,
         "parent_peak": status_bytes("VmHWM"),
-        "worker_peaks": sorted(workers.values(), reverse=True),
-        "forkserver_peak": max(servers.values(), default=0)}))
+        "worker_peaks": sorted(peaks.workers.values(), reverse=True),
+        "forkserver_peak": peaks.forkserver}))
 
 
 def _run(kind: str, trial: Path) -> dict:
