@@ -506,13 +506,34 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if "out" not in tool:  # a collector's command prints where it likes
                 tool.out = out = _own_stdout()
-            with shared_workers():  # a tool's parallel_map calls start their workers once
-                status = tool.func(tool)
+            status = _run_tool(tool, args)
         out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no 2nd error at exit
         return 128 + signal.SIGPIPE
+
+
+def _run_tool(tool: argparse.Namespace, args: list[str]) -> int:
+    """A tool's command, its parallel_map calls sharing one pool of workers that start once.
+    Ctrl-C and SIGTERM end those workers with the command (a killed parent's workers would
+    outlive it) and say so in one line; what it writes is written whole or not at all."""
+    from aorta_core.app.driver import (
+        EXIT_INTERRUPTED,
+        EXIT_TERMINATED,
+        Terminated,
+        sigterm_interrupts,
+    )
+
+    try:
+        with sigterm_interrupts(), shared_workers():
+            return tool.func(tool)
+    except KeyboardInterrupt as exc:
+        terminated = isinstance(exc, Terminated)
+        error_line(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: "
+                   f"aorta {' '.join(args[:1])} stopped before its end; no file is left "
+                   "half-written: run it again")
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 def _tool(args: list[str]) -> argparse.Namespace | None:

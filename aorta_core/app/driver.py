@@ -14,7 +14,7 @@ import shutil
 import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,18 @@ class Terminated(KeyboardInterrupt):
 
 def _terminate(signum: int, frame: Any) -> None:
     raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """In the block SIGTERM raises :class:`Terminated`, as Ctrl-C raises KeyboardInterrupt, so
+    what the block started (a trial's process group, worker processes) is ended on the way out
+    instead of outliving this process."""
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class SweepAbort(BaseException):
@@ -140,8 +152,7 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
     recorded = recorded_trials(output)
     _clear_multirun_yaml(output)
-    on_sigterm = signal.signal(signal.SIGTERM, _terminate)
-    try:
+    with sigterm_interrupts():
         try:
             run_jobs()
         except SweepAbort as exc:
@@ -167,10 +178,10 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
                 raise
             error_line(_unstarted(exc))
             return EXIT_USAGE
-        return _finish(output, allow_failures)
-    finally:
-        lock.release()
-        signal.signal(signal.SIGTERM, on_sigterm)
+        else:
+            return _finish(output, allow_failures)
+        finally:
+            lock.release()
 
 
 def _finish(output: Path, allow_failures: bool) -> int:
