@@ -150,18 +150,17 @@ def cmd_parse(ns: argparse.Namespace) -> int:
 
 
 def _parse_options(name: str, schema: type, dotlist: list[str]):
-    """The collector's options with ``key=value`` applied (OmegaConf, as in a sweep), or its
-    defaults as they are when none is given (no OmegaConf import: ~80 ms of start-up); ``None``
-    after saying why an option is bad."""
-    if not dotlist:
-        return schema()
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+    """The collector's options with ``key=value`` applied, as in a sweep; ``None`` after saying
+    why an option is bad."""
+    from aorta_core.engine.plugins import collector_options
 
     try:
-        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema),
-                                                   OmegaConf.from_dotlist(dotlist)))
-    except OmegaConfBaseException as exc:
+        return collector_options(schema, dotlist)
+    except Exception as exc:
+        from omegaconf.errors import OmegaConfBaseException
+
+        if not isinstance(exc, OmegaConfBaseException):
+            raise
         error_line(f"bad option for {name}: {' '.join(str(exc).split())}")
         return None
 

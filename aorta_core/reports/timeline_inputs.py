@@ -133,21 +133,14 @@ def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn
             yield name, sources
 
 
-def _options(info_options: type, values: Mapping[str, Any]) -> Any:
-    """The collector's options dataclass with the values its record holds (Hydra's checks)."""
-    if not values:  # its defaults: no OmegaConf to import
-        return info_options()
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(info_options), values))
-
-
 def _ask(registry: Any, name: str, folder: Path, values: Mapping[str, Any], trial: Path,
          warn: Warn, hook_timeout_s: float | None) -> list[TimelineSource]:
     """``timeline_sources`` of one collector, isolated; its checked answer, or ``[]`` after
     one warning."""
+    from aorta_core.engine.plugins import collector_options
+
     try:
-        options = _options(registry.collectors[name].info.options, values)
+        options = collector_options(registry.collectors[name].info.options, values)
     except Exception as exc:  # options renamed since the run, or values of another type
         warn(named_once(name, f"its recorded options do not fit its options now "
                               f"({exception_line(exc)}), so {_LEFT_OUT}"))
