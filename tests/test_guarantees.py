@@ -87,6 +87,23 @@ def test_disk_full_is_one_line_keeps_records_and_the_lock_is_released(small_disk
     assert [r["trial"] for r in records(out)] == [0, 1, 2]
 
 
+@pytest.mark.parametrize("name", ["timeline.json", "timeline.json.gz"])
+def test_a_timeline_that_fills_the_disk_is_one_line_and_leaves_no_part(small_disk, tmp_path,
+                                                                       name):
+    """The merge streams into a temporary beside the output: when the disk fills, that
+    temporary goes too (its buffered bytes, or gzip's trailer, could not be flushed)."""
+    trial = tmp_path / "trial"
+    shutil.copytree(Path(__file__).parents[1] / "plugins/aorta_torchprof/tests/fixtures/"
+                    "cuda_h200_bench", trial)
+    subprocess.run(["sh", "-c", f"head -c 2M /dev/zero > {small_disk / 'filler'}"], check=False)
+    done = run_aorta(["timeline", str(trial), "--output", str(small_disk / name)], cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"aorta: error: cannot write the timeline of {trial}: [Errno 28] No space left on "
+        "device")
+    assert [p.name for p in small_disk.iterdir()] == ["filler"]
+
+
 # -- a faulty plugin ------------------------------------------------------------------------------
 
 FAULTY = '''

@@ -18,6 +18,7 @@ compressed or not.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import io
@@ -62,7 +63,8 @@ class AtomicFile:
         os.replace(self.tmp, self.path)
 
     def discard(self) -> None:
-        self.fh.close()
+        with contextlib.suppress(OSError):  # what is buffered cannot go to a full disk: dropped
+            self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
 

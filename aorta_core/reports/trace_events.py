@@ -9,6 +9,7 @@ join unrelated lanes and arrows.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import zlib
 from collections.abc import Sequence
@@ -197,7 +198,8 @@ class TraceWriter:
         self._out.commit()
 
     def abort(self) -> None:
-        self._fh.close()
+        with contextlib.suppress(OSError):  # gzip's trailer cannot go to a full disk: dropped
+            self._fh.close()
         self._out.discard()
 
     def __enter__(self) -> TraceWriter:
