@@ -185,10 +185,15 @@ def shared_workers() -> Iterator[None]:
     _shared = None
     try:
         yield
-    finally:
-        pool, _shared = _shared, _SHARED_OFF
+    except BaseException:  # Ctrl-C, SIGTERM: the call using the pool may run in another thread
+        pool, _shared = _shared, _SHARED_OFF  # (a collector hook's), so its workers end here
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            _end_workers(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool, _shared = _shared, _SHARED_OFF
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _new_pool(fn: Callable[[Any], Any], count: int) -> ProcessPoolExecutor:
@@ -210,6 +215,12 @@ def _pool(fn: Callable[[Any], Any], count: int, alone: bool) -> tuple[ProcessPoo
     if _shared is None:
         _shared = _new_pool(fn, count)
     return _shared, True
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes now, whatever they are doing."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
 
 
 def _drop_shared(pool: ProcessPoolExecutor) -> None:
@@ -275,6 +286,8 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
                     yield done.pop(emitted)
                     emitted += 1
         except BrokenProcessPool:
+            if shared and _shared is _SHARED_OFF:  # its block ended it (Ctrl-C): stop, no retry
+                raise
             shared = False
             _drop_shared(pool)
             if alone:  # it died alone: that item is the culprit
@@ -287,8 +300,7 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
         except BaseException:  # Ctrl-C or the caller stopped early: end the workers now
             shared = False
             _drop_shared(pool)
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
+            _end_workers(pool)
             raise
         finally:
             if not shared:
