@@ -14,7 +14,8 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``;
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
   ``rank_in_head`` (Kineto's ``distributedInfo.rank`` from a trace's first 64 KiB);
-- intervals: ``merge``, ``covered``, ``union_length``; install hints: ``pip_install``.
+- intervals: ``merge``, ``covered`` (numpy columns), ``merged``, ``total_length`` ((start, end)
+  pairs, no numpy), ``union_length``; install hints: ``pip_install``.
 
 Launches, intervals and install hints load on first use, so that importing a plugin stays cheap.
 """
@@ -57,6 +58,7 @@ _LAZY = {
     "PythonLaunch": "aorta_core.api.launch", "interpreter": "aorta_core.api.launch",
     "run_main": "aorta_core.api.launch", "split_python": "aorta_core.api.launch",
     "covered": "aorta_core.api.intervals", "merge": "aorta_core.api.intervals",
+    "merged": "aorta_core.api.intervals", "total_length": "aorta_core.api.intervals",
     "union_length": "aorta_core.api.intervals",
     "pip_install": "aorta_core.api.install_hints",
 }

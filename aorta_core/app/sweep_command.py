@@ -5,7 +5,7 @@ check the line, then let Hydra run one job per cell. Shared by ``aorta`` itself 
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+import time
 from pathlib import Path
 
 from aorta_core.engine.argv import split_command
@@ -65,6 +65,6 @@ def run_sweep(args: list[str]) -> int:
         sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
         hydra_main()
         return 0
-    output = output or Path.cwd() / "aorta_runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
+    output = output or Path.cwd() / "aorta_runs" / time.strftime("%Y%m%d-%H%M%S")
     sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
     return drive(output, run_jobs, plan.allow_failures)

@@ -19,7 +19,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import socket
 import stat
 from pathlib import Path
 
@@ -84,7 +83,7 @@ class SweepLock:
             raise error from None
         previous = _holder(fd)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, msgspec.json.encode({"pid": os.getpid(), "host": socket.gethostname()}), 0)
+        os.pwrite(fd, msgspec.json.encode({"pid": os.getpid(), "host": os.uname().nodename}), 0)
         self.fd, self._pid, self._key = fd, os.getpid(), key
         _held[key] = self
         return previous

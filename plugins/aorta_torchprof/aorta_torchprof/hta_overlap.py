@@ -4,7 +4,7 @@ Kernel classes follow ``hta/common/types.py`` / ``hta/utils/utils.py: get_kernel
 match wins); intervals of one class are merged (``merge_kernel_intervals``: a new group starts
 when ``ts`` is past the running maximum end) and the overlap is the time both merged sets cover.
 We get ``|C ∩ P|`` as ``|C| + |P| - |C ∪ P|``, which equals HTA's +1/+2 sweep. The merging is
-the core's one interval union (``aorta_core.api.merge``).
+the core's one interval union (``aorta_core.api.merged``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
-from aorta_core.api import covered, merge
+from aorta_core.api import merged, total_length
 
 COMMUNICATION, MEMORY, COMPUTATION, OTHER = "communication", "memory", "computation", "other"
 
@@ -54,9 +52,9 @@ class Overlap:
         return self.overlap_us / self.comm_us if self.comm_us > 0 else None
 
     @classmethod
-    def of(cls, comm: np.ndarray, compute: np.ndarray) -> Overlap:
-        """From merged communication and computation intervals (:func:`merge`)."""
-        comm_us, compute_us = covered(comm), covered(compute)
-        both = np.hstack((comm, compute))
-        inter = comm_us + compute_us - covered(merge(both[0], both[1]))
+    def of(cls, comm: list[tuple[float, float]], compute: list[tuple[float, float]]
+           ) -> Overlap:
+        """From merged communication and computation intervals (:func:`merged`)."""
+        comm_us, compute_us = total_length(comm), total_length(compute)
+        inter = comm_us + compute_us - total_length(merged(comm + compute))
         return cls(comm_us, compute_us, max(inter, 0.0))

@@ -22,9 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from aorta_core.api import decoded_bytes, merge, parallel_map, rank_in_head, read_limited
+from aorta_core.api import decoded_bytes, merged, parallel_map, rank_in_head, read_limited
 from aorta_torchprof.hta_overlap import Overlap
 from aorta_torchprof.session import NO_TRACE_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
@@ -172,9 +170,10 @@ def _rank_overlap(lanes: list[GpuLane]) -> Overlap:
     if len(lanes) == 1:
         return lanes[0].overlap
     base = min(lane.base_us for lane in lanes)
-    comm, compute = (np.hstack([getattr(lane, kind) + (lane.base_us - base) for lane in lanes])
+    comm, compute = (merged((start + lane.base_us - base, end + lane.base_us - base)
+                            for lane in lanes for start, end in getattr(lane, kind))
                      for kind in ("comm", "compute"))
-    return Overlap.of(merge(comm[0], comm[1]), merge(compute[0], compute[1]))
+    return Overlap.of(comm, compute)
 
 
 def _overlap_metrics(lanes: list[tuple[int, GpuLane]]) -> dict[str, Any]:

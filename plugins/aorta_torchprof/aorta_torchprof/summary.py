@@ -5,8 +5,9 @@ so the decoded events never leave it: what goes back is per-file sums, kernel ti
 the file's communication/computation overlap, from which the parent derives every cross-rank
 metric. The merged intervals go back only for a file whose rank has other files (profiler
 cycles), as that rank's overlap is taken over the union of its files: 64 ranks' intervals were
-most of the parent's memory. The GPU lane is selected and summed by C-level iteration and
-numpy, so the work after the decode is a small fraction of the decode itself.
+most of the parent's memory. The GPU lane is summed in one pass over its events in plain Python
+(no numpy: its import cost more than a small trace's whole parse, and on a 59k-kernel lane the
+pass takes as long as the columns did), a small fraction of the decode itself.
 """
 
 from __future__ import annotations
@@ -18,32 +19,27 @@ import zlib
 from collections import defaultdict
 from collections.abc import Container
 from dataclasses import dataclass
-from itertools import compress
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from aorta_core.api import FileRefused, mapped_limited, merge, without_bom
+from aorta_core.api import FileRefused, mapped_limited, merged, without_bom
 from aorta_torchprof.hta_overlap import (
     COMMUNICATION,
     COMPUTATION,
-    MEMORY,
-    OTHER,
     Overlap,
     kernel_class,
 )
-from aorta_torchprof.trace import GPU_CATS, MAX_US, NO_CORRELATION, decode, plausible
+from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, decode, plausible
 
 #: GPU-lane categories by what they add to: kernel, memcpy, memset, or nothing (cuda_sync).
 _KIND = {cat: ("kernel", "gpu_memcpy", "gpu_memset").index(cat.lower())
          if cat.lower() != "cuda_sync" else 3 for cat in GPU_CATS}
-_CLASS = {OTHER: 0, COMMUNICATION: 1, COMPUTATION: 2, MEMORY: 3}
 
 
 @dataclass
 class GpuLane:
-    """One file's GPU lane, summed; intervals are ``[2, n]`` arrays in µs after ``base_us``."""
+    """One file's GPU lane, summed; intervals are merged ``(start, end)`` pairs in µs after
+    ``base_us``."""
 
     kernel_count: int
     kernel_us: float
@@ -53,8 +49,8 @@ class GpuLane:
     base_us: float
     overlap: Overlap
     #: Empty unless the parent asked for them (the rank has other files).
-    comm: np.ndarray
-    compute: np.ndarray
+    comm: list[tuple[float, float]]
+    compute: list[tuple[float, float]]
 
 
 @dataclass
@@ -107,55 +103,44 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
 
 @dataclass
 class _Lane:
-    """The complete GPU-lane events with a real clock's span (:func:`plausible`), as columns."""
+    """The complete GPU-lane events with a real clock's span (:func:`plausible`)."""
 
-    names: list[str]
-    kind: np.ndarray
-    ts: np.ndarray
-    dur: np.ndarray
+    events: list[Any]
 
     @classmethod
     def of(cls, events: list[Any]) -> _Lane | None:
         """``None`` when no event is left."""
-        n = len(events)
-        lane = cls([e.name for e in events], np.fromiter((_KIND[e.cat] for e in events),
-                                                          np.int8, n),
-                   np.fromiter((e.ts for e in events), float, n),
-                   np.fromiter((e.dur for e in events), float, n))
-        ok = ((lane.dur >= 0) & (lane.dur <= MAX_US) & (lane.ts >= -MAX_US)
-              & (lane.ts <= MAX_US))
-        if any(e.ph != "X" for e in events):
-            ok &= np.fromiter((e.ph == "X" for e in events), bool, n)
-        if not ok.all():
-            lane = cls(list(compress(lane.names, ok.tolist())), lane.kind[ok], lane.ts[ok],
-                       lane.dur[ok])
-        return lane if lane.names else None
+        kept = [e for e in events if plausible(e)]
+        return cls(kept) if kept else None
 
     def summary(self, keep_intervals: bool) -> GpuLane:
-        unique = list(dict.fromkeys(self.names))
-        code = np.fromiter(map({name: i for i, name in enumerate(unique)}.__getitem__,
-                               self.names), np.intp, len(self.names))
-        kernel = self.kind == 0
-        per_name = np.bincount(code[kernel], weights=self.dur[kernel], minlength=len(unique))
-        used = np.bincount(code[kernel], minlength=len(unique))
-        cls = np.array([_CLASS[kernel_class(name)] for name in unique], np.int8)[code]
-        base = float(self.ts.min())
-        start = self.ts - base
-        end = start + self.dur
-        comm, comp = cls == _CLASS[COMMUNICATION], cls == _CLASS[COMPUTATION]
-        comm, comp = merge(start[comm], end[comm]), merge(start[comp], end[comp])
-        none = np.empty((2, 0))
+        base = min(e.ts for e in self.events)
+        durations: tuple[list[float], ...] = ([], [], [], [])
+        by_name: dict[str, float] = defaultdict(float)
+        classes: dict[str, str] = {}
+        spans: dict[str, list[tuple[float, float]]] = {COMMUNICATION: [], COMPUTATION: []}
+        for e in self.events:
+            kind = _KIND[e.cat]
+            durations[kind].append(e.dur)
+            if kind == 0:
+                by_name[e.name] += e.dur
+            kind_class = classes.get(e.name)
+            if kind_class is None:
+                kind_class = classes[e.name] = kernel_class(e.name)
+            if kind_class in spans:
+                start = e.ts - base
+                spans[kind_class].append((start, start + e.dur))
+        comm, compute = merged(spans[COMMUNICATION]), merged(spans[COMPUTATION])
         return GpuLane(
-            kernel_count=int(kernel.sum()),
-            kernel_us=math.fsum(self.dur[kernel].tolist()),
-            memcpy_us=math.fsum(self.dur[self.kind == 1].tolist()),
-            memset_us=math.fsum(self.dur[self.kind == 2].tolist()),
-            kernel_us_by_name={name: float(us) for name, us, k in zip(unique, per_name, used,
-                                                                      strict=True) if k},
+            kernel_count=len(durations[0]),
+            kernel_us=math.fsum(durations[0]),
+            memcpy_us=math.fsum(durations[1]),
+            memset_us=math.fsum(durations[2]),
+            kernel_us_by_name=dict(by_name),
             base_us=base,
-            overlap=Overlap.of(comm, comp),
-            comm=comm if keep_intervals else none,
-            compute=comp if keep_intervals else none,
+            overlap=Overlap.of(comm, compute),
+            comm=comm if keep_intervals else [],
+            compute=compute if keep_intervals else [],
         )
 
 

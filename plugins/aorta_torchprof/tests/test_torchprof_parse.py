@@ -19,7 +19,7 @@ from aorta_torchprof.hta_overlap import (
 from aorta_torchprof.parse import parse_dir
 from aorta_torchprof.trace import rank_from_name
 
-from aorta_core.api.intervals import merge
+from aorta_core.api.intervals import merged
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -91,19 +91,16 @@ def test_hta_kernel_classes() -> None:
 
 def test_overlap_on_hand_made_intervals() -> None:
     names = ["nccl_a", "gemm", "gemm", "nccl_b", "Memcpy HtoD"]
-    ts = np.array([0.0, 5.0, 8.0, 30.0, 0.0])
-    end = ts + np.array([10.0, 4.0, 6.0, 10.0, 100.0])
-    classes = np.array([kernel_class(n) for n in names])
-    comm, comp = classes == COMMUNICATION, classes == COMPUTATION
-    result = Overlap.of(merge(ts[comm], end[comm]), merge(ts[comp], end[comp]))
+    spans = [(0.0, 10.0), (5.0, 9.0), (8.0, 14.0), (30.0, 40.0), (0.0, 100.0)]
+    of_class = {cls: merged(s for n, s in zip(names, spans, strict=True) if kernel_class(n) == cls)
+                for cls in (COMMUNICATION, COMPUTATION)}
+    result = Overlap.of(of_class[COMMUNICATION], of_class[COMPUTATION])
     # comm = [0,10) ∪ [30,40) = 20; comp = [5,14) = 9; both = [5,10) = 5.
     assert (result.comm_us, result.compute_us, result.overlap_us) == (20.0, 9.0, 5.0)
     assert result.ratio == 0.25
-    one = merge(np.array([0.0]), np.array([3.0]))
-    assert Overlap.of(merge(np.array([]), np.array([])), one).ratio is None
+    assert Overlap.of([], merged([(0.0, 3.0)])).ratio is None
     # HTA's merge joins touching intervals and keeps the order of starts, not of ends
-    assert merge(np.array([4.0, 0.0, 2.0]), np.array([5.0, 2.0, 3.0])).tolist() == [[0.0, 4.0],
-                                                                                     [3.0, 5.0]]
+    assert merged([(4.0, 5.0), (0.0, 2.0), (2.0, 3.0)]) == [(0.0, 3.0), (4.0, 5.0)]
 
 
 def test_missing_and_empty_dirs(tmp_path: Path) -> None:
