@@ -44,3 +44,15 @@ def last_byte(path: str) -> tuple[int, int | None]:
             os.truncate(path, 0)
         with memoryview(data) as view:  # as a decoder reads it: no bounds check
             return len(view), view[-1] if len(view) else None
+
+
+def parent_pid(_: object) -> int:
+    """The process this worker was forked from (the forkserver)."""
+    return os.getppid()
+
+
+def collecting(_: object) -> bool:
+    """Whether the cyclic garbage collector runs during the task."""
+    import gc
+
+    return gc.isenabled()

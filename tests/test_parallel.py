@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import gc
+import json
 import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import parallel_tasks
 import pytest
@@ -14,6 +19,7 @@ from aorta_core.api.parallel import (
     decoded_bytes,
     parallel_map,
     shared_workers,
+    usable_cores,
 )
 
 
@@ -97,3 +103,44 @@ def test_calls_inside_shared_workers_reuse_one_pool(monkeypatch: pytest.MonkeyPa
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert not apart[0] & apart[1], "outside the block each call has its own workers"
+
+
+_PRESTART = """
+import sys
+from multiprocessing import forkserver
+sys.path.insert(0, sys.argv[1])
+import parallel_tasks
+from aorta_core.api.parallel import prestart, parallel_map
+prestart("parallel_tasks")
+server = forkserver._forkserver._forkserver_pid
+parents = {d.value for d in parallel_map(parallel_tasks.parent_pid, range(4), workers=2)}
+print(server, sorted(parents))
+"""
+
+
+def _prestarted(env: dict[str, str]) -> tuple[str, list[int]]:
+    done = subprocess.run([sys.executable, "-c", _PRESTART, str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=120, env=env, check=True)
+    server, parents = done.stdout.split(" ", 1)
+    return server, json.loads(parents)
+
+
+@pytest.mark.skipif(usable_cores() < 3, reason="needs 3 or more usable cores: on fewer, "
+                    "prestart leaves the server to the first pool")
+def test_prestart_starts_the_server_that_forks_the_workers() -> None:
+    server, parents = _prestarted(dict(os.environ, **{WORKERS_ENV: ""}))
+    assert server != "None" and parents == [int(server)]
+
+
+def test_prestart_starts_nothing_where_no_pool_would_run() -> None:
+    server, parents = _prestarted(dict(os.environ, **{WORKERS_ENV: "1"}))
+    # AORTA_WORKERS=1: no server; the items ran in that process (whose parent is this one)
+    assert server == "None" and parents == [os.getpid()]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_tasks_run_without_the_cyclic_collector_which_comes_back_after(workers: int) -> None:
+    assert gc.isenabled()
+    assert [d.value for d in parallel_map(parallel_tasks.collecting, range(3),
+                                          workers=workers)] == [False] * 3
+    assert gc.isenabled()

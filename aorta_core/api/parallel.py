@@ -25,6 +25,7 @@ events), and a file that exhausts memory costs that file, never the caller:
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import signal
@@ -121,12 +122,20 @@ def _memory_note() -> str:
 
 
 def _call(fn: Callable[[Any], T], item: Any) -> Mapped[T]:
+    """``fn(item)`` with the cyclic garbage collector paused: a trace's summary allocates some
+    100k tuples next to a million decoded events, and the collections that set off took 0.09 s
+    of a 145 MB file's 0.5 s (reference counting frees everything else as ever)."""
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return Mapped(item, fn(item))
     except MemoryError:
         return Mapped(item, error=f"out of memory ({_memory_note()})", memory=True)
     except Exception as exc:
         return Mapped(item, error=exception_line(exc))
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _run(fn: Callable[[Any], T], item: Any, environ: dict[str, str] | None = None
@@ -154,6 +163,25 @@ def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     module = getattr(getattr(fn, "func", fn), "__module__", None)
     context.set_forkserver_preload(["__main__", *([module] if module else [])])
     return context
+
+
+def prestart(*modules: str) -> None:
+    """Start the worker server now, in the background, importing ``modules`` there: a command
+    that will map over files calls it first, so the server's start (an interpreter and its
+    imports: 0.1 s here, 0.5 s where bytecode is not cached) overlaps the command's own instead
+    of delaying its first workers. Only where more than two cores are usable: on two, the
+    server and its resource tracker starting beside the command cost a one-file parse more
+    (~45 ms) than they save a parse of several (~35 ms). Nothing where no pool can start
+    (``AORTA_WORKERS=1``, no forkserver)."""
+    import multiprocessing
+
+    if (_workers(2, None) < 2 or usable_cores() < 3
+            or "forkserver" not in multiprocessing.get_all_start_methods()):
+        return
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["__main__", *modules])
+    forkserver.ensure_running()
 
 
 def _start_worker(environ: dict[str, str]) -> None:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from aorta_core.api.parallel import shared_workers
+from aorta_core.api.parallel import prestart, shared_workers
 from aorta_core.app.plugin_commands import is_command_name
 from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
 from aorta_core.engine.argv import split_command
@@ -123,6 +123,7 @@ def cmd_matrix(ns: argparse.Namespace) -> int:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
+    prestart()  # a collector's parse maps over the trial's files (torchprof's: in workers)
     registry = load_registry_or_exit(ns.collector)  # imports no other collector
     collector = registry.collectors.get(ns.collector)
     if collector is None:
@@ -174,6 +175,7 @@ def _note(line: str) -> None:
 
 
 def cmd_report_overlap(ns: argparse.Namespace) -> int:
+    prestart("aorta_core.reports.overlap_report")
     from aorta_core.reports.overlap_report import build_report
 
     dirs, labels = ns.log_dir, ns.label or []
@@ -300,6 +302,7 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(ns: argparse.Namespace) -> int:
+    prestart("aorta_core.reports.diagnose")  # its workers read the ranks' traces
     from aorta_core.reports.diagnose import write_diagnosis
     from aorta_core.reports.timeline import trial_dirs
 
