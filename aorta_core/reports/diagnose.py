@@ -244,12 +244,32 @@ class _OneFile:
 
 
 _NAME, _CAT, _TS, _DUR, _PID, _TID = map(attrgetter, ("name", "cat", "ts", "dur", "pid", "tid"))
+_PID_TID = attrgetter("pid", "tid")
 
 
 def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     """Each value's index among the distinct values, and those values (first seen first)."""
     index = dict(zip(dict.fromkeys(values), count()))
     return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), list(index)
+
+
+_READ_CAT_LIST = sorted(_READ_CATS)
+_READ_CAT_CODE = {cat: i for i, cat in enumerate(_READ_CAT_LIST)}
+
+
+def _threads(events: list[_Span]) -> np.ndarray:
+    """Each event's thread as a code (one per distinct (pid, tid)): numpy on the usual integer
+    ids, a dict where a trace names a process or thread with a string (a numeric string counts
+    as its number)."""
+    n = len(events)
+    try:
+        pid, tid = (np.fromiter(map(get, events), np.int64, n) for get in (_PID, _TID))
+    except (ValueError, OverflowError):
+        return _codes(list(map(_PID_TID, events)))[0]
+    span = int(tid.max(initial=0)) - int(tid.min(initial=0)) + 1
+    if max(-int(pid.min(initial=0)), int(pid.max(initial=0))) * span >= 2**62:
+        return _codes(list(map(_PID_TID, events)))[0]
+    return np.unique(pid * span + (tid - tid.min(initial=0)), return_inverse=True)[1]
 
 
 # What a name is, decided once per (name, category): names repeat thousands of times.
@@ -286,18 +306,15 @@ class _Columns:
         self.ts = np.fromiter(map(_TS, xs), float, n)
         self.end = self.ts + np.fromiter(map(_DUR, xs), float, n)
         self.name, self.names_seen = _codes(list(map(_NAME, xs)))
-        cat, cats = _codes(list(map(_CAT, xs)))
+        cat = np.fromiter(map(_READ_CAT_CODE.__getitem__, map(_CAT, xs)), np.intp, n)
         width = len(self.names_seen)
         pairs, pair = np.unique(cat * width + self.name, return_inverse=True)
-        keys = [(self.names_seen[p % width], cats[p // width]) for p in pairs.tolist()]
+        keys = [(self.names_seen[p % width], _READ_CAT_LIST[p // width]) for p in pairs.tolist()]
         self.kind = np.array([_kind(*k) for k in keys], np.int8)[pair]
         self.cpu = np.array([c in _CPU_CATS for _, c in keys], bool)[pair]
         self.c10d = np.array([m.startswith("c10d::") for m, _ in keys], bool)[pair]
-        cpu = list(compress(xs, self.cpu.tolist()))  # only CPU events' threads are read
-        pid, _ = _codes(list(map(_PID, cpu)))
-        tid, tids = _codes(list(map(_TID, cpu)))
         self.thread = np.full(n, -1, np.intp)
-        self.thread[self.cpu] = pid * len(tids) + tid
+        self.thread[self.cpu] = _threads(list(compress(xs, self.cpu.tolist())))
         self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
 
     def of(self, *kinds: int) -> np.ndarray:

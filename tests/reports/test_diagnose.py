@@ -275,3 +275,15 @@ def test_odd_events_cost_nothing_but_themselves(tmp_path):
     steps = found["ranks"]["0"]["steps"]
     assert [s["compute_ms"] for s in steps] == [0.0, 0.3]
     assert [s["host_ms"] for s in steps] == [1.0, 0.7]
+
+
+@pytest.mark.parametrize("ids", [
+    [(7, 100), (7, 101), (8, 100), (7, 100), (-1, 2**40)],  # integers: numpy's path
+    [(7, 100), ("Spans", 1), (8, 100), (7, 100), ("Spans", 1)],  # a named process: a dict's
+    [(2**70, 1), (7, 1), (2**70, 1), (7, 2), (7, 1)],  # past int64
+])
+def test_threads_are_told_apart_by_pid_and_tid(ids) -> None:
+    from aorta_core.reports.diagnose import _Span, _threads
+
+    codes = _threads([_Span(pid=pid, tid=tid) for pid, tid in ids]).tolist()
+    assert [codes.index(c) for c in codes] == [ids.index(i) for i in ids]
