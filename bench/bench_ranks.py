@@ -16,7 +16,9 @@ another in one process: the sum of the per-file parse times). Targets (issue 27)
 - each worker's peak <= 2.5 x the largest file, the parent's added peak <= 0.25 x one file
   (``*_added``: above the process's RSS before the command; the whole RSS is given too);
 - 8 ranks (``--eight``): parallel <= 0.6 x sequential on 2 cores (0.2 x on 16), and (issue 25)
-  ``aorta diagnose`` <= 1.5 x the parallel parse of the same traces.
+  ``aorta diagnose`` <= 1.5 x the parallel parse of the same traces; these are the walls of
+  ``python -m aorta_core ...`` as a user runs it (the measuring process above also imports
+  every command's modules and samples memory: ~0.7 s more on the H200 host).
 On 2 cores use small files (``--tiles 1``: ~7 MB); the issue's 100-200 MB per rank
 (``--tiles 20``, ~9.4 GB for 64 ranks) is for a big machine (e.g. the 16-core H200 host).
 
@@ -40,6 +42,39 @@ from bench_timeline import make_capture
 from bench_torchprof_parse import status_bytes
 
 
+def _argv(kind: str, trial: Path) -> list[str]:
+    """The `aorta` command line of ``kind`` over ``trial``."""
+    out = trial.parent / f"out_{kind}"
+    ranks = len(list(trial.glob("torchprof/rank*")))
+    out.mkdir(parents=True, exist_ok=True)
+    return {
+        "parse": ["parse", "torchprof", str(trial / "torchprof")],
+        "parse_sequential": ["parse", "torchprof", str(trial / "torchprof")],
+        "overlap": ["report", "overlap", "--log-dir", str(trial / "benchmark"), "--output",
+                    str(out), "--no-png"],
+        "timeline": ["timeline", str(trial), "--ranks", f"0-{ranks - 1}", "--output",
+                     str(out / "timeline.json")],
+        "diagnose": ["diagnose", str(trial), "--json"],
+    }[kind]
+
+
+def _env(kind: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("AORTA_WORKERS", None)
+    if kind == "parse_sequential":
+        env["AORTA_WORKERS"] = "1"
+    return env
+
+
+def _command_wall(kind: str, trial: Path) -> float:
+    """Seconds of ``python -m aorta_core <kind's command>`` as a user runs it: the interpreter's
+    start, the command's own imports and its exit (no measuring harness in that process)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "aorta_core", *_argv(kind, trial)], env=_env(kind),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
 def _measure(kind: str, trial: Path, result: Path) -> None:
     """In this fresh process: run the command through the real CLI; wall time, own peak RSS,
     and each worker's (children of the forkserver) peak RSS and the forkserver's."""
@@ -52,18 +87,7 @@ def _measure(kind: str, trial: Path, result: Path) -> None:
                    "aorta_core.reports.timeline", "aorta_core.reports.diagnose"):
         importlib.import_module(module)
 
-    out = trial.parent / f"out_{kind}"
-    ranks = len(list(trial.glob("torchprof/rank*")))
-    out.mkdir(parents=True, exist_ok=True)
-    argv = {
-        "parse": ["parse", "torchprof", str(trial / "torchprof")],
-        "parse_sequential": ["parse", "torchprof", str(trial / "torchprof")],
-        "overlap": ["report", "overlap", "--log-dir", str(trial / "benchmark"), "--output",
-                    str(out), "--no-png"],
-        "timeline": ["timeline", str(trial), "--ranks", f"0-{ranks - 1}", "--output",
-                     str(out / "timeline.json")],
-        "diagnose": ["diagnose", str(trial), "--json"],
-    }[kind]
+    argv = _argv(kind, trial)
     before = status_bytes("VmRSS")
     with pool_peaks() as peaks:
         start = time.perf_counter()
@@ -77,19 +101,15 @@ def _measure(kind: str, trial: Path, result: Path) -> None:
 
 
 def _run(kind: str, trial: Path) -> dict:
-    env = dict(os.environ)
-    env.pop("AORTA_WORKERS", None)
-    if kind == "parse_sequential":
-        env["AORTA_WORKERS"] = "1"
     result = trial.parent / f"result_{kind}.json"
     start = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, "--measure", kind, str(trial), str(result)],
-                          env=env, capture_output=True, text=True, check=False)
+                          env=_env(kind), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if done.returncode != 0 or not result.exists():
         raise SystemExit(f"{kind} failed ({done.returncode}): {done.stderr[-2000:]}")
     row = json.loads(result.read_text())
-    row["process_wall_s"] = wall  # with the interpreter's start and exit
+    row["process_wall_s"] = wall  # with the interpreter's start, the harness's imports, exit
     return row
 
 
@@ -99,10 +119,10 @@ def _eight(root: Path, tiles: int, repeat: int, trial: Path | None) -> dict:
         trial = root / "eight" / "trial_000"
         make_capture(trial, 8, tiles)
     seq, par, diagnose = [], [], []
-    for _ in range(repeat):
-        seq.append(_run("parse_sequential", trial)["process_wall_s"])
-        par.append(_run("parse", trial)["process_wall_s"])
-        diagnose.append(_run("diagnose", trial)["process_wall_s"])
+    for _ in range(repeat):  # interleaved, so the machine's load falls on all three
+        seq.append(_command_wall("parse_sequential", trial))
+        par.append(_command_wall("parse", trial))
+        diagnose.append(_command_wall("diagnose", trial))
     seq_s, par_s, diagnose_s = map(statistics.median, (seq, par, diagnose))
     return {"ranks": 8, "sequential_s": round(seq_s, 3), "parallel_s": round(par_s, 3),
             "parallel_vs_sequential": round(par_s / seq_s, 3),
