@@ -10,14 +10,15 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
 - option checks: ``check_regex``, ``check_text``; the profiler binary: ``find_executable``;
 - bounded reads of artifacts: ``read_limited``, ``open_limited``, ``mapped_limited``,
   ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; JSON-safe numbers:
-  ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``;
+  ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``; a big
+  chrome trace decoded piece by piece, keeping what a reader needs: ``decode_pieces``;
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``;
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
   ``rank_in_head`` (Kineto's ``distributedInfo.rank`` from a trace's first 64 KiB);
 - intervals: ``merge``, ``covered`` (numpy columns), ``merged``, ``total_length`` ((start, end)
   pairs, no numpy), ``union_length``; install hints: ``pip_install``.
 
-Launches, intervals and install hints load on first use, so that importing a plugin stays cheap.
+Launches, intervals, trace pieces and install hints load on first use, so that importing a plugin stays cheap.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ _LAZY = {
     "merged": "aorta_core.api.intervals", "total_length": "aorta_core.api.intervals",
     "union_length": "aorta_core.api.intervals",
     "pip_install": "aorta_core.api.install_hints",
+    "decode_pieces": "aorta_core.api.trace_pieces",
 }
 
 __all__ = [

@@ -173,10 +173,11 @@ def prestart(*modules: str) -> None:
     server and its resource tracker starting beside the command cost a one-file parse more
     (~45 ms) than they save a parse of several (~35 ms). Nothing where no pool can start
     (``AORTA_WORKERS=1``, no forkserver)."""
+    if _workers(2, None) < 2 or usable_cores() < 3:
+        return  # before importing multiprocessing (and its socket, pickle: ~4 ms)
     import multiprocessing
 
-    if (_workers(2, None) < 2 or usable_cores() < 3
-            or "forkserver" not in multiprocessing.get_all_start_methods()):
+    if "forkserver" not in multiprocessing.get_all_start_methods():
         return
     from multiprocessing import forkserver
 

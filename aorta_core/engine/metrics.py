@@ -8,7 +8,6 @@ escaped. Anything else is dropped with a note naming the metric: never an invent
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -121,6 +120,8 @@ def _decode_lenient(data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError:
+        import json  # only for what msgspec refuses: most commands never get here
+
         return json.loads(data)
 
 

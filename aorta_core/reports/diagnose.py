@@ -176,7 +176,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     files: list[_OneFile] = []
     for path in paths:
         try:
-            doc = read_trace(path, root, _DECODER)
+            doc = read_trace(path, root, _DECODER, (_SPANS, _read_here))
         except (ValueError, FileRefused) as exc:
             warn(f"{path}: skipped, {exc}")
             continue
@@ -225,6 +225,13 @@ class _Doc(msgspec.Struct, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(_Doc)
+_SPANS = msgspec.json.Decoder(list[_Span])
+
+
+def _read_here(events: list[_Span]) -> list[_Span]:
+    """The events the diagnosis reads (complete, of its categories): the others of a piece are
+    dropped as it is decoded."""
+    return [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
 
 
 @dataclass
@@ -296,12 +303,11 @@ def _kind(name: str, cat: str) -> int:
 
 
 class _Columns:
-    """A file's complete events (``ph`` X) of the categories read, as columns: a name is decided
-    once per distinct (name, category), and the per-event work is C-level maps and numpy (a
-    Python loop over the events took longer than decoding them)."""
+    """A file's events that the diagnosis reads (:func:`_read_here`'s), as columns: a name is
+    decided once per distinct (name, category), and the per-event work is C-level maps and
+    numpy (a Python loop over the events took longer than decoding them)."""
 
-    def __init__(self, events: list[_Span]) -> None:
-        xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
+    def __init__(self, xs: list[_Span]) -> None:
         n = len(xs)
         self.ts = np.fromiter(map(_TS, xs), float, n)
         self.end = self.ts + np.fromiter(map(_DUR, xs), float, n)

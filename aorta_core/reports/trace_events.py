@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from msgspec import UNSET, UnsetType
 
 from aorta_core.api.bom import without_bom
 from aorta_core.api.files import AtomicFile, mapped_limited, read_limited
+from aorta_core.api.trace_pieces import decode_pieces
 
 #: Flow ids of one input file are shifted into their own block of this size.
 _FLOW_BLOCK = 1 << 32
@@ -63,16 +64,28 @@ def raw(obj: Any) -> msgspec.Raw:
 
 
 def read_trace(path: Path, root: Path | None = None,
-               decoder: msgspec.json.Decoder | None = None) -> Any:
+               decoder: msgspec.json.Decoder | None = None,
+               pieces: tuple[msgspec.json.Decoder, Callable[[list[Any]], list[Any]]] | None = None
+               ) -> Any:
     """Decode a chrome trace (a regular file, inside ``root`` once links are resolved) into a
     :class:`TraceDoc`; ``ValueError`` with a one-line reason when it is not one. A ``decoder``
     of fewer fields (a reader's own types, which must keep no view of their input: no
-    ``msgspec.Raw``) decodes from a memory map of the file, not a copy of it."""
+    ``msgspec.Raw``) decodes from a memory map of the file, not a copy of it. ``pieces``, with a
+    ``decoder``: (a decoder of a list of its events, the filter of the events to keep): a big
+    trace is decoded piece by piece (:func:`~aorta_core.api.trace_pieces.decode_pieces`) and the
+    document comes back with the kept events and the fields written before them."""
     try:
         if decoder is None:
             return _DECODER.decode(read_limited(path, root))
         with mapped_limited(path, root) as data, without_bom(data) as text:
-            return decoder.decode(text)
+            done = decode_pieces(text, decoder, *pieces) if pieces else None
+            if done is None:
+                doc = decoder.decode(text)
+                if pieces:
+                    doc.traceEvents = pieces[1](doc.traceEvents)
+                return doc
+            (doc, _), doc.traceEvents = done
+            return doc
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"unreadable ({exc})") from exc
     except msgspec.ValidationError as exc:

@@ -28,8 +28,10 @@ from aorta_torchprof.session import NO_TRACE_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
 
 TOP_N = 5
-#: Peak memory of a worker per byte of trace it reads (bench/bench_torchprof_parse.py: the
-#: bytes, the decoded events and the interpreter).
+#: Peak memory of a worker per byte of trace it reads, planned for a trace decoded whole (the
+#: bytes, every decoded event and the interpreter; bench/bench_torchprof_parse.py): one read in
+#: pieces (:func:`aorta_torchprof.trace.decode_lane`) peaks near 1x, but a small, gzipped or
+#: uncuttable trace is decoded whole.
 MEMORY_PER_BYTE = 2.5
 #: A session's no-trace note is one line.
 _NOTE_LIMIT = 4096

@@ -29,7 +29,7 @@ from aorta_torchprof.hta_overlap import (
     Overlap,
     kernel_class,
 )
-from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, decode, plausible
+from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, decode, decode_lane, plausible
 
 #: GPU-lane categories by what they add to: kernel, memcpy, memset, or nothing (cuda_sync).
 _KIND = {cat: ("kernel", "gpu_memcpy", "gpu_memset").index(cat.lower())
@@ -87,8 +87,8 @@ def summarise(path: Path, root: Path, drop_last: bool,
 def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
                ) -> FileSummary:
     try:
-        trace = decode(path, data)
-        lane = _Lane.of([e for e in trace.events if e.cat in GPU_CATS])
+        trace = decode_lane(path, data)
+        lane = _Lane.of(trace.events)
         if lane is None or drop_last:
             trace.events = []  # free the first decode before the second
             trace = decode(path, data, full=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.api import json_number, rank_from_name
+from aorta_core.api import decode_pieces, json_number, rank_from_name
 
 #: Event categories that run on a device lane (HTA: events with a stream); compared as
 #: written, lowercase in Kineto, capitalised in some older traces.
@@ -66,6 +66,7 @@ class _FullTrace(msgspec.Struct, gc=False):
 
 
 _DECODERS = {False: msgspec.json.Decoder(_Trace), True: msgspec.json.Decoder(_FullTrace)}
+_EVENTS = msgspec.json.Decoder(list[_Event])
 _ANY = msgspec.json.Decoder()
 
 
@@ -76,6 +77,24 @@ class Trace:
     path: Path
     rank: int
     events: list[Any] = field(default_factory=list)
+
+
+def decode_lane(path: Path, data: bytes | mmap.mmap) -> Trace:
+    """The GPU-lane events of a trace (:data:`GPU_CATS`), decoded piece by piece where it is
+    big (:func:`aorta_core.api.decode_pieces`: the other 92 % of a 145 MB trace's events are
+    never held at once); ``ValueError`` as :func:`decode`."""
+    pieces = decode_pieces(data, _DECODERS[False], _EVENTS, _on_gpu_lane)
+    if pieces is None:
+        trace = decode(path, data)
+        trace.events = _on_gpu_lane(trace.events)
+        return trace
+    docs, events = pieces
+    rank = next((d.distributedInfo.rank for d in docs if d.distributedInfo), None)
+    return Trace(path, rank if _is_int(rank) else rank_from_name(path), events)
+
+
+def _on_gpu_lane(events: list[Any]) -> list[Any]:
+    return [e for e in events if e.cat in GPU_CATS]
 
 
 def decode(path: Path, data: bytes | mmap.mmap, full: bool = False) -> Trace:

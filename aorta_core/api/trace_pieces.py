@@ -1,0 +1,102 @@
+"""A chrome trace decoded piece by piece, so that a reader holds only the events it keeps.
+
+Decoded whole, a 145 MB Kineto trace is 758k event objects (1.8x the file) next to the file's own
+pages (1x) at once, although a parse keeps the 8 % on the GPU lane and the diagnosis the 60 % it
+reads. Here the top-level ``traceEvents`` array is cut between two events every ``piece_bytes``:
+each piece is decoded, filtered by the reader and dropped before the next, and the pages of a
+mapped file already decoded are given back to the page cache.
+
+A cut is made only where the text reads ``}``, ``,``, ``{`` (whitespace between). One inside a
+string or a nested array leaves a piece that is not JSON (an open string or bracket), so its
+decode fails and the reader decodes the whole document as before; cuts past the end of the
+array (a document with a long array of other objects after it) give a last piece of objects
+without a ``ph``, which no trace event lacks, and the same. The pieces never change what is
+read, only how much is held at once.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+PIECE_BYTES = 16 << 20
+_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_CUT = re.compile(rb"\}\s*,\s*\{")
+
+
+def decode_pieces(text: bytes | mmap.mmap | memoryview, document: msgspec.json.Decoder,
+                  events: msgspec.json.Decoder, keep: Callable[[list[Any]], list[Any]],
+                  piece_bytes: int = PIECE_BYTES) -> tuple[list[Any], list[Any]] | None:
+    """``keep(events)`` of every piece, and the document's other fields (``document``'s type,
+    its ``traceEvents`` emptied): those before the array, from the first piece, and those
+    after it, from the last. ``events`` decodes a list of events. ``None`` when the text is
+    under two pieces, has no ``traceEvents`` array, or a piece is not JSON of these types: then
+    decode the whole document."""
+    cuts = _cuts(text, piece_bytes)
+    if not cuts:
+        return None
+    kept: list[Any] = []
+    frame = _Frame(max(end - start for (_, start), (end, _) in zip(
+        [(0, 0), *cuts], [*cuts, (len(text), 0)], strict=True)) + 32)
+    try:
+        with memoryview(text) as whole:
+            first = document.decode(frame.of(b"", whole[:cuts[0][0]], b"]}"))
+            kept += keep(first.traceEvents)
+            first.traceEvents = []
+            _release(text, cuts[0][0])
+            for (_, start), (end, _) in zip(cuts, cuts[1:], strict=False):
+                kept += keep(events.decode(frame.of(b"[", whole[start:end], b"]")))
+                _release(text, end)
+            last = document.decode(frame.of(b'{"traceEvents":[', whole[cuts[-1][1]:], b""))
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    finally:
+        frame.close()
+    if not all(getattr(e, "ph", True) for e in last.traceEvents):
+        return None  # objects without a phase: the cuts ran past the array, into another one
+    kept += keep(last.traceEvents)
+    last.traceEvents = []
+    return [first, last], kept
+
+
+def _cuts(text: Any, piece_bytes: int) -> list[tuple[int, int]]:
+    """(end of one event, start of the next) about every ``piece_bytes`` of the array."""
+    size = len(text)
+    array = _ARRAY.search(text) if size >= 2 * piece_bytes else None
+    cuts: list[tuple[int, int]] = []
+    pos = array.end() + piece_bytes if array else size
+    while pos < size - piece_bytes and (found := _CUT.search(text, pos)) is not None:
+        cuts.append((found.start() + 1, found.end() - 1))
+        pos = found.end() + piece_bytes
+    return cuts
+
+
+class _Frame:
+    """One buffer for every piece, framed to be a JSON document of its own (a new buffer per
+    piece cost a page fault per 4 KiB of it, each time)."""
+
+    def __init__(self, size: int) -> None:
+        self.buffer = bytearray(size)
+        self.view = memoryview(self.buffer)
+
+    def of(self, prefix: bytes, piece: memoryview, suffix: bytes) -> memoryview:
+        """``prefix + piece + suffix`` (the piece's slice is released at once)."""
+        with piece:
+            middle = len(prefix) + len(piece)
+            self.view[:len(prefix)] = prefix
+            self.view[len(prefix):middle] = piece
+        self.view[middle:middle + len(suffix)] = suffix
+        return self.view[:middle + len(suffix)]
+
+    def close(self) -> None:
+        self.view.release()
+
+
+def _release(text: Any, end: int) -> None:
+    """Give the pages of a mapped file before ``end`` back (they were decoded)."""
+    if isinstance(text, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        text.madvise(mmap.MADV_DONTNEED, 0, end - end % mmap.PAGESIZE)
