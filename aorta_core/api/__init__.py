@@ -18,7 +18,8 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
 - intervals: ``merge``, ``covered`` (numpy columns), ``merged``, ``total_length`` ((start, end)
   pairs, no numpy), ``union_length``; install hints: ``pip_install``.
 
-Launches, intervals, trace pieces and install hints load on first use, so that importing a plugin stays cheap.
+Launches, intervals, trace pieces and install hints load on first use, so that importing a plugin
+stays cheap.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 import mmap
 import re
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import msgspec
@@ -48,7 +49,7 @@ def decode_pieces(text: bytes | mmap.mmap | memoryview, document: msgspec.json.D
             kept += keep(first.traceEvents)
             first.traceEvents = []
             _release(text, cuts[0][0])
-            for (_, start), (end, _) in zip(cuts, cuts[1:], strict=False):
+            for (_, start), (end, _) in pairwise(cuts):
                 kept += keep(events.decode(frame.of(b"[", whole[start:end], b"]")))
                 _release(text, end)
             last = document.decode(frame.of(b'{"traceEvents":[', whole[cuts[-1][1]:], b""))
