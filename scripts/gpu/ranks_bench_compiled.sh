@@ -16,7 +16,7 @@ cd bench
 python3 bench_startup.py --repeat 9 | tail -n 1 > "$OUT/startup_as_is.json"
 SITE_PACKAGES=$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
 start=$(date +%s)
-python3 -m compileall -q -j 16 -x '/(torch|triton|nvidia|jax|tensorflow|sympy|scipy|cupy|numba)/' \
+python3 -m compileall -q -j 16 -x 'site-packages/(torch|triton|nvidia|jax|tensorflow|sympy|scipy|cupy|numba)' \
   "$SITE_PACKAGES" /tmp/site312 > /dev/null
 echo "compileall: $(( $(date +%s) - start )) s"
 python3 bench_startup.py --repeat 9 | tail -n 1 > "$OUT/startup_compiled.json"
