@@ -18,7 +18,8 @@ another in one process: the sum of the per-file parse times). Targets (issue 27)
 - 8 ranks (``--eight``): parallel <= 0.6 x sequential on 2 cores (0.2 x on 16), and (issue 25)
   ``aorta diagnose`` <= 1.5 x the parallel parse of the same traces; these are the walls of
   ``python -m aorta_core ...`` as a user runs it (the measuring process above also imports
-  every command's modules and samples memory: ~0.7 s more on the H200 host).
+  every command's modules and samples memory: ~0.7 s more on the H200 host). ``independent_s``:
+  each rank parsed by its own command, all at once, the floor of any parallel parse here.
 On 2 cores use small files (``--tiles 1``: ~7 MB); the issue's 100-200 MB per rank
 (``--tiles 20``, ~9.4 GB for 64 ranks) is for a big machine (e.g. the 16-core H200 host).
 
@@ -75,6 +76,20 @@ def _command_wall(kind: str, trial: Path) -> float:
     return time.perf_counter() - start
 
 
+def _independent_wall(trial: Path) -> float:
+    """Seconds for each rank's folder parsed by its own ``python -m aorta_core parse torchprof``,
+    all started at once: the floor of any parallel parse on this machine (no pool, no shared
+    parent; each command's start-up and one file's parse, as many at once as there are ranks)."""
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-m", "aorta_core", "parse", "torchprof", str(rank)],
+                              env=_env("parse"), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+             for rank in sorted((trial / "torchprof").glob("rank*"))]
+    if any(proc.wait() for proc in procs):
+        raise SystemExit("an independent parse failed")
+    return time.perf_counter() - start
+
+
 def _measure(kind: str, trial: Path, result: Path) -> None:
     """In this fresh process: run the command through the real CLI; wall time, own peak RSS,
     and each worker's (children of the forkserver) peak RSS and the forkserver's."""
@@ -118,14 +133,17 @@ def _eight(root: Path, tiles: int, repeat: int, trial: Path | None) -> dict:
     if trial is None:
         trial = root / "eight" / "trial_000"
         make_capture(trial, 8, tiles)
-    seq, par, diagnose = [], [], []
-    for _ in range(repeat):  # interleaved, so the machine's load falls on all three
+    seq, par, diagnose, alone = [], [], [], []
+    for _ in range(repeat):  # interleaved, so the machine's load falls on all four
         seq.append(_command_wall("parse_sequential", trial))
         par.append(_command_wall("parse", trial))
         diagnose.append(_command_wall("diagnose", trial))
-    seq_s, par_s, diagnose_s = map(statistics.median, (seq, par, diagnose))
+        alone.append(_independent_wall(trial))
+    seq_s, par_s, diagnose_s, alone_s = map(statistics.median, (seq, par, diagnose, alone))
     return {"ranks": 8, "sequential_s": round(seq_s, 3), "parallel_s": round(par_s, 3),
             "parallel_vs_sequential": round(par_s / seq_s, 3),
+            "independent_s": round(alone_s, 3),
+            "independent_vs_sequential": round(alone_s / seq_s, 3),
             "diagnose_s": round(diagnose_s, 3), "diagnose_vs_parse": round(diagnose_s / par_s, 3)}
 
 
