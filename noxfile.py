@@ -10,6 +10,7 @@ aorta's own metadata keeps loose lower bounds so that it never replaces a user's
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import sys
@@ -112,8 +113,9 @@ def slurm(session: nox.Session) -> None:
     slurmdbd, slurmctld and two slurmd started by scripts/slurm/start.sh in a fresh state folder
     (apt-installed when missing; root needed), stopped at the end whatever the tests did."""
     _alone_on_disk(session)
+    where = os.pathsep.join((os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin"))
     missing = [tool for tool in ("slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd")
-               if shutil.which(tool) is None]
+               if shutil.which(tool, path=where) is None]  # daemons: sbin, often not on PATH
     if missing:
         if shutil.which("apt-get") is None:
             session.skip(f"no {', '.join(missing)} and no apt-get to install them")

@@ -16,6 +16,8 @@ if [[ $# -ne 1 ]]; then
   sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 1
 fi
+# the daemons are in sbin, which a user's PATH (Debian's, env -i's) often lacks
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 for tool in munged mungekey slurmctld slurmd slurmdbd sinfo sacctmgr mariadbd mariadb-install-db; do
   command -v "$tool" >/dev/null 2>&1 || {
     echo "error: $tool not found; install it with: apt-get install -y slurm-wlm slurmdbd munge mariadb-server" >&2; exit 1; }
