@@ -19,7 +19,6 @@ from __future__ import annotations
 import mmap
 import re
 from collections.abc import Callable
-from itertools import pairwise
 from operator import attrgetter
 from typing import Any
 
@@ -42,19 +41,20 @@ def decode_pieces(text: bytes | mmap.mmap | memoryview, document: msgspec.json.D
     cuts = _cuts(text, piece_bytes)
     if not cuts:
         return None
+    starts = [0, *(start for _, start in cuts)]
+    ends = [*(end for end, _ in cuts), len(text)]
     kept: list[Any] = []
-    frame = _Frame(max(end - start for (_, start), (end, _) in zip(
-        [(0, 0), *cuts], [*cuts, (len(text), 0)], strict=True)) + 32)
+    frame = _Frame(max(end - start for start, end in zip(starts, ends, strict=True)) + 32)
     try:
         with memoryview(text) as whole:
-            first = document.decode(frame.of(b"", whole[:cuts[0][0]], b"]}"))
+            first = document.decode(frame.of(b"", whole[:ends[0]], b"]}"))
             kept += keep(first.traceEvents)
             first.traceEvents = []
-            _release(text, cuts[0][0])
-            for (_, start), (end, _) in pairwise(cuts):
+            _release(text, ends[0])
+            for start, end in zip(starts[1:-1], ends[1:-1], strict=True):
                 kept += keep(events.decode(frame.of(b"[", whole[start:end], b"]")))
                 _release(text, end)
-            last = document.decode(frame.of(b'{"traceEvents":[', whole[cuts[-1][1]:], b""))
+            last = document.decode(frame.of(b'{"traceEvents":[', whole[starts[-1]:], b""))
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     finally:
@@ -71,7 +71,7 @@ def _without_phase(events: list[Any]) -> bool:
     scan, as the last piece holds up to 150k events."""
     try:
         return "" in map(_PHASE, events)
-    except AttributeError:  # a reader's type without ph: it decodes no such check
+    except AttributeError:  # the reader decodes no ph: there is nothing to check it by
         return False
 
 

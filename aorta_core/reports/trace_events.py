@@ -84,7 +84,8 @@ def read_trace(path: Path, root: Path | None = None,
                 if pieces:
                     doc.traceEvents = pieces[1](doc.traceEvents)
                 return doc
-            (doc, _), doc.traceEvents = done
+            (doc, _), kept = done
+            doc.traceEvents = kept
             return doc
     except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"unreadable ({exc})") from exc

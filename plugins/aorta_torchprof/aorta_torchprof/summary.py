@@ -29,7 +29,14 @@ from aorta_torchprof.hta_overlap import (
     Overlap,
     kernel_class,
 )
-from aorta_torchprof.trace import GPU_CATS, NO_CORRELATION, decode, decode_lane, plausible
+from aorta_torchprof.trace import (
+    GPU_CATS,
+    NO_CORRELATION,
+    decode,
+    decode_lane,
+    on_gpu_lane,
+    plausible,
+)
 
 #: GPU-lane categories by what they add to: kernel, memcpy, memset, or nothing (cuda_sync).
 _KIND = {cat: ("kernel", "gpu_memcpy", "gpu_memset").index(cat.lower())
@@ -92,7 +99,7 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
         if lane is None or drop_last:
             trace.events = []  # free the first decode before the second
             trace = decode(path, data, full=True)
-            events = [e for e in trace.events if e.cat in GPU_CATS]
+            events = on_gpu_lane(trace.events)
             lane = _Lane.of(_hta_step_filter(trace.events, events) if drop_last else events)
     except ValueError as exc:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")

@@ -83,17 +83,18 @@ def decode_lane(path: Path, data: bytes | mmap.mmap) -> Trace:
     """The GPU-lane events of a trace (:data:`GPU_CATS`), decoded piece by piece where it is
     big (:func:`aorta_core.api.decode_pieces`: the other 92 % of a 145 MB trace's events are
     never held at once); ``ValueError`` as :func:`decode`."""
-    pieces = decode_pieces(data, _DECODERS[False], _EVENTS, _on_gpu_lane)
+    pieces = decode_pieces(data, _DECODERS[False], _EVENTS, on_gpu_lane)
     if pieces is None:
         trace = decode(path, data)
-        trace.events = _on_gpu_lane(trace.events)
+        trace.events = on_gpu_lane(trace.events)
         return trace
     docs, events = pieces
     rank = next((d.distributedInfo.rank for d in docs if d.distributedInfo), None)
     return Trace(path, rank if _is_int(rank) else rank_from_name(path), events)
 
 
-def _on_gpu_lane(events: list[Any]) -> list[Any]:
+def on_gpu_lane(events: list[Any]) -> list[Any]:
+    """The events of a device lane (:data:`GPU_CATS`)."""
     return [e for e in events if e.cat in GPU_CATS]
 
 
