@@ -23,7 +23,6 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import compress, count
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,9 +130,10 @@ def _inside(intervals: np.ndarray, x: np.ndarray) -> np.ndarray:
     return ok & (x < intervals[1][np.clip(i, 0, None)])
 
 
-#: A worker's peak per byte of a rank's decoded traces (the events decoded, one file at a time,
-#: and the rank's spans), measured on bench_ranks' capture: ~4.5x.
-_MEMORY_PER_BYTE = 5
+#: A worker's peak per byte of a rank's decoded traces, one file at a time, where a file cannot
+#: be read in pieces (decoded whole: its events, the file's pages and the columns, 3.3x a 160 MB
+#: trace of bench_ranks' capture); read in pieces the same file peaks at 0.8x.
+_MEMORY_PER_BYTE = 4
 
 
 def _rank_need(job: tuple[list[Path], Path]) -> int:
@@ -176,11 +176,12 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     files: list[_OneFile] = []
     for path in paths:
         try:
-            doc = read_trace(path, root, _DECODER, (_SPANS, _read_here))
+            reader = _Reader()
+            doc = read_trace(path, root, _DECODER, (_SPANS, reader.piece))
         except (ValueError, FileRefused) as exc:
             warn(f"{path}: skipped, {exc}")
             continue
-        found = _read_one(doc.traceEvents, out.steps)
+        found = _read_one(reader.columns(doc.traceEvents), out.steps)
         del doc
         if found is None:
             continue
@@ -228,10 +229,41 @@ _DECODER = msgspec.json.Decoder(_Doc)
 _SPANS = msgspec.json.Decoder(list[_Span])
 
 
-def _read_here(events: list[_Span]) -> list[_Span]:
-    """The events the diagnosis reads (complete, of its categories): the others of a piece are
-    dropped as it is decoded."""
-    return [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
+_TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_KEY = attrgetter("name", "cat", "pid", "tid")
+#: One piece's events as columns: start, end, and the code of (name, category, pid, tid).
+_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class _Codes(dict[Any, int]):
+    """Gives each key the next code the first time it is seen."""
+
+    def __missing__(self, key: Any) -> int:
+        self[key] = code = len(self)
+        return code
+
+
+class _Reader:
+    """The events of a trace that the diagnosis reads (complete, of its categories), made
+    into columns one piece of the trace at a time (:func:`read_trace`'s ``pieces``): a piece's
+    events are read while they are in the cache and freed before the next is decoded, so a
+    file's events are never all held as objects (at 2 MB pieces this took 0.46 s of a 145 MB
+    trace, against 0.74 s for the same work on all its events at once). An event's name,
+    category and thread are one code per distinct (name, category, pid, tid): what a name is,
+    is decided once per code, not per event."""
+
+    def __init__(self) -> None:
+        self._keys = _Codes()
+
+    def piece(self, events: list[_Span]) -> list[_Chunk]:
+        xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
+        n = len(xs)
+        ts = np.fromiter(map(_TS, xs), float, n)
+        return [(ts, ts + np.fromiter(map(_DUR, xs), float, n),
+                 np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp, n))]
+
+    def columns(self, chunks: list[_Chunk]) -> _Columns:
+        return _Columns(chunks, list(self._keys))
 
 
 @dataclass
@@ -248,35 +280,6 @@ class _OneFile:
     #: The starts of the CPU events on the step threads, and their names.
     starts: np.ndarray
     names: list[str]
-
-
-_NAME, _CAT, _TS, _DUR, _PID, _TID = map(attrgetter, ("name", "cat", "ts", "dur", "pid", "tid"))
-_PID_TID = attrgetter("pid", "tid")
-
-
-def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Each value's index among the distinct values, and those values (first seen first)."""
-    index = dict(zip(dict.fromkeys(values), count()))
-    return np.fromiter(map(index.__getitem__, values), np.intp, len(values)), list(index)
-
-
-_READ_CAT_LIST = sorted(_READ_CATS)
-_READ_CAT_CODE = {cat: i for i, cat in enumerate(_READ_CAT_LIST)}
-
-
-def _threads(events: list[_Span]) -> np.ndarray:
-    """Each event's thread as a code (one per distinct (pid, tid)): numpy on the usual integer
-    ids, a dict where a trace names a process or thread with a string (a numeric string counts
-    as its number)."""
-    n = len(events)
-    try:
-        pid, tid = (np.fromiter(map(get, events), np.int64, n) for get in (_PID, _TID))
-    except (ValueError, OverflowError):
-        return _codes(list(map(_PID_TID, events)))[0]
-    span = int(tid.max(initial=0)) - int(tid.min(initial=0)) + 1
-    if max(-int(pid.min(initial=0)), int(pid.max(initial=0))) * span >= 2**62:
-        return _codes(list(map(_PID_TID, events)))[0]
-    return np.unique(pid * span + (tid - tid.min(initial=0)), return_inverse=True)[1]
 
 
 # What a name is, decided once per (name, category): names repeat thousands of times.
@@ -303,24 +306,20 @@ def _kind(name: str, cat: str) -> int:
 
 
 class _Columns:
-    """A file's events that the diagnosis reads (:func:`_read_here`'s), as columns: a name is
-    decided once per distinct (name, category), and the per-event work is C-level maps and
-    numpy (a Python loop over the events took longer than decoding them)."""
+    """A file's events that the diagnosis reads, as columns (:class:`_Reader`'s chunks and the
+    (name, category, pid, tid) of each code): per-event work is numpy's."""
 
-    def __init__(self, xs: list[_Span]) -> None:
-        n = len(xs)
-        self.ts = np.fromiter(map(_TS, xs), float, n)
-        self.end = self.ts + np.fromiter(map(_DUR, xs), float, n)
-        self.name, self.names_seen = _codes(list(map(_NAME, xs)))
-        cat = np.fromiter(map(_READ_CAT_CODE.__getitem__, map(_CAT, xs)), np.intp, n)
-        width = len(self.names_seen)
-        pairs, pair = np.unique(cat * width + self.name, return_inverse=True)
-        keys = [(self.names_seen[p % width], _READ_CAT_LIST[p // width]) for p in pairs.tolist()]
-        self.kind = np.array([_kind(*k) for k in keys], np.int8)[pair]
-        self.cpu = np.array([c in _CPU_CATS for _, c in keys], bool)[pair]
-        self.c10d = np.array([m.startswith("c10d::") for m, _ in keys], bool)[pair]
-        self.thread = np.full(n, -1, np.intp)
-        self.thread[self.cpu] = _threads(list(compress(xs, self.cpu.tolist())))
+    def __init__(self, chunks: list[_Chunk], keys: list[tuple[Any, ...]]) -> None:
+        self.ts, self.end, self.key = (np.concatenate(c) for c in zip(*chunks, strict=True))
+        shared: dict[str, str] = {}
+        self.key_names = [shared.setdefault(name, name) for name, _, _, _ in keys]
+        kinds = {(name, cat): _kind(name, cat) for name, cat, _, _ in keys}
+        threads = _Codes()
+        table = np.array([(kinds[name, cat], cat in _CPU_CATS, name.startswith("c10d::"),
+                           threads[pid, tid]) for name, cat, pid, tid in keys],
+                         np.intp).reshape(-1, 4)[self.key]
+        self.kind, self.thread = table[:, 0], table[:, 3]
+        self.cpu, self.c10d = table[:, 1].astype(bool), table[:, 2].astype(bool)
         self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
 
     def of(self, *kinds: int) -> np.ndarray:
@@ -333,7 +332,7 @@ class _Columns:
     def names(self, mask: np.ndarray) -> list[str]:
         """The names of the masked events (one shared object per distinct name: a rank's result
         crosses from its worker pickled once per name, not once per event)."""
-        return list(map(self.names_seen.__getitem__, self.name[mask].tolist()))
+        return list(map(self.key_names.__getitem__, self.key[mask].tolist()))
 
     def timed(self, mask: np.ndarray) -> list[tuple[str, float, float]]:
         """(name, ts, dur) of the masked events."""
@@ -341,8 +340,7 @@ class _Columns:
                         (self.end - self.ts)[mask].tolist(), strict=True))
 
 
-def _read_one(events: list[_Span], seen: Mapping[int, Any]) -> _OneFile | None:
-    col = _Columns(events)
+def _read_one(col: _Columns, seen: Mapping[int, Any]) -> _OneFile | None:
     step = col.of(_STEP_RANGE)
     steps = {int(name.rpartition("#")[2]): (a, b) for name, a, b in zip(
         col.names(step), col.ts[step].tolist(), col.end[step].tolist(), strict=True)}

@@ -26,6 +26,8 @@ from aorta_core.reports.diagnose import PARTS
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
+H200_TRACE = (Path(__file__).resolve().parents[2] / "plugins" / "aorta_torchprof" / "tests"
+              / "fixtures" / "cuda_h200" / "torchprof" / "rank0.step5.pt.trace.json")
 #: The tiny model under DDP, 8 steps; the profiler records steps 2-7.
 BENCH = ["device=cpu", "parallel=ddp", "training.max_steps=8", "data.batch_size=2",
          "data.sequence_length=4", "profiling.enabled=true", "profiling.wait=0",
@@ -278,12 +280,42 @@ def test_odd_events_cost_nothing_but_themselves(tmp_path):
 
 
 @pytest.mark.parametrize("ids", [
-    [(7, 100), (7, 101), (8, 100), (7, 100), (-1, 2**40)],  # integers: numpy's path
-    [(7, 100), ("Spans", 1), (8, 100), (7, 100), ("Spans", 1)],  # a named process: a dict's
+    [(7, 100), (7, 101), (8, 100), (7, 100), (-1, 2**40)],
+    [(7, 100), ("Spans", 1), (8, 100), (7, 100), ("Spans", 1)],  # a named process
     [(2**70, 1), (7, 1), (2**70, 1), (7, 2), (7, 1)],  # past int64
 ])
 def test_threads_are_told_apart_by_pid_and_tid(ids) -> None:
-    from aorta_core.reports.diagnose import _Span, _threads
+    from aorta_core.reports.diagnose import _Reader, _Span
 
-    codes = _threads([_Span(pid=pid, tid=tid) for pid, tid in ids]).tolist()
+    reader = _Reader()
+    chunks = reader.piece([_Span(ph="X", cat="cpu_op", name="aten::mm", ts=float(i), dur=1.0,
+                                 pid=pid, tid=tid) for i, (pid, tid) in enumerate(ids)])
+    codes = reader.columns(chunks).thread.tolist()
     assert [codes.index(c) for c in codes] == [ids.index(i) for i in ids]
+
+
+def test_a_trace_read_in_pieces_gives_the_columns_of_its_whole_decode() -> None:
+    """The real H200 trace cut into ~40 pieces: codes shared across the pieces, the same
+    columns and the same reading of the file as one decode of it all."""
+    import numpy as np
+
+    from aorta_core.api import decode_pieces
+    from aorta_core.reports import diagnose
+
+    text = H200_TRACE.read_bytes()
+    whole = diagnose._Reader()
+    expected = whole.columns(whole.piece(diagnose._DECODER.decode(text).traceEvents))
+    cut = diagnose._Reader()
+    done = decode_pieces(text, diagnose._DECODER, diagnose._SPANS, cut.piece, 4096)
+    assert done is not None and len(done[1]) > 30
+    got = cut.columns(done[1])
+    for column in ("ts", "end", "kind", "cpu", "c10d", "thread"):
+        np.testing.assert_array_equal(getattr(got, column), getattr(expected, column))
+    everything = np.ones(len(expected.ts), bool)
+    assert got.names(everything) == expected.names(everything)
+    assert len(expected.ts) > 300 and expected.cpu.any() and not expected.cpu.all()
+    mine, theirs = diagnose._read_one(got, {}), diagnose._read_one(expected, {})
+    assert mine.steps == theirs.steps != {} and mine.collectives == theirs.collectives
+    np.testing.assert_array_equal(mine.compute, theirs.compute)
+
+
