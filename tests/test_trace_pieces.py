@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -66,8 +67,42 @@ def test_a_mapped_file_is_read_in_pieces_and_its_pages_given_back() -> None:
         assert pieces[1] == _kernels(_DOC.decode(data).traceEvents)
 
 
+def _mapped_kib(path: Path) -> int:
+    """The resident KiB of this process's maps of ``path`` (Linux's /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if "-" in line.split(" ", 1)[0]:  # a mapping's header line
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="needs Linux's /proc/self/smaps")
+def test_only_the_pieces_being_read_are_mapped(tmp_path: Path) -> None:
+    """A 24 MB trace in 1 MB pieces: while a piece is read, the file's resident pages are those
+    of about the pieces around it, not the whole file (looking for every cut first mapped the
+    pages around each one: on kernels whose page cache holds large folios, most of the file)."""
+    events = [{"ph": "X", "cat": "kernel" if i % 7 else "cpu_op", "name": f"k{i % 50}",
+               "ts": float(i), "dur": 1.0, "args": {"correlation": i}} for i in range(240_000)]
+    path = tmp_path / "big.pt.trace.json"
+    path.write_bytes(msgspec.json.encode({"traceEvents": events}))
+    seen = []
+
+    def keep(piece: list[_Event]) -> list[_Event]:
+        seen.append(_mapped_kib(path))
+        return _kernels(piece)
+
+    with mapped_limited(path) as data:
+        pieces = decode_pieces(data, _DOC, _EVENTS, keep, 1 << 20)
+        assert pieces is not None and len(seen) > 20
+        assert len(pieces[1]) == sum(1 for i in range(240_000) if i % 7)
+    assert path.stat().st_size > 20 << 20
+    assert max(seen) <= 8 << 10, seen  # KiB: a few pieces and the folios at their ends
+
+
 def test_small_or_arrayless_documents_are_left_whole() -> None:
-    assert decode_pieces(FIXTURE.read_bytes(), _DOC, _EVENTS, _kernels) is None  # < 32 MiB
+    assert decode_pieces(FIXTURE.read_bytes(), _DOC, _EVENTS, _kernels) is None  # < 4 MiB
     assert decode_pieces(b'{"events": [' + b'{"a": 1},' * 5000 + b'{}]}', _DOC, _EVENTS,
                          _kernels, 1024) is None
 
