@@ -52,6 +52,9 @@ TARGETS = {
              "rank "
              "(`--tiles 20`) is for a big machine. `cpu_control_ratio`: as many CPU-bound "
              "interpreters as cores at once vs one after another (0.5 on an idle 2-core VM)",
+    "piece_size": "`aorta_core.api.decode_pieces`'s `PIECE_BYTES` within 5 % of the best piece "
+                  "size (128 KiB-16 MiB) for both torchprof's parse and `aorta diagnose`'s read "
+                  "of one ~160 MB trace, this CPU's L2 cache recorded",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
     "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
                      "<= 2 % step time",

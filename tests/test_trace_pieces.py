@@ -102,7 +102,7 @@ def test_only_the_pieces_being_read_are_mapped(tmp_path: Path) -> None:
 
 
 def test_small_or_arrayless_documents_are_left_whole() -> None:
-    assert decode_pieces(FIXTURE.read_bytes(), _DOC, _EVENTS, _kernels) is None  # < 4 MiB
+    assert decode_pieces(FIXTURE.read_bytes(), _DOC, _EVENTS, _kernels) is None  # < 2 pieces
     assert decode_pieces(b'{"events": [' + b'{"a": 1},' * 5000 + b'{}]}', _DOC, _EVENTS,
                          _kernels, 1024) is None
 

@@ -4,9 +4,10 @@ Decoded whole, a 145 MB Kineto trace is 758k event objects (1.8x the file) next 
 pages (1x) at once, although a parse keeps the 8 % on the GPU lane and the diagnosis the 60 % it
 reads. Here the top-level ``traceEvents`` array is cut between two events every ``piece_bytes``:
 each piece is decoded, filtered by the reader and dropped before the next, and the pages of a
-mapped file already decoded are given back to the page cache. Pieces of 2 MB are also faster
-than bigger ones: a piece's events are still in the core's cache when the reader filters them
-(a 145 MB trace: 0.40 s in 1-4 MB pieces, 0.48 s in 16 MB ones, 0.41 s decoded whole).
+mapped file already decoded are given back to the page cache. Small pieces are also faster: a
+piece's events are still in the core's cache when the reader filters them (bench_piece_size, a
+160 MB trace on a 2 MiB-L2 core: the parse 0.39 s in 256 KiB pieces, 0.44 s in 2 MiB, 0.51 s in
+16 MiB; the diagnosis 0.53, 0.58 and 0.70 s).
 
 A cut is made only where the text reads ``}``, ``,``, ``{`` (whitespace between). One inside a
 string or a nested array leaves a piece that is not JSON (an open string or bracket), so its
@@ -26,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-PIECE_BYTES = 2 << 20
+PIECE_BYTES = 256 << 10
 _ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _PHASE = attrgetter("ph")
@@ -34,12 +35,13 @@ _PHASE = attrgetter("ph")
 
 def decode_pieces(text: bytes | mmap.mmap | memoryview, document: msgspec.json.Decoder,
                   events: msgspec.json.Decoder, keep: Callable[[list[Any]], list[Any]],
-                  piece_bytes: int = PIECE_BYTES) -> tuple[list[Any], list[Any]] | None:
+                  piece_bytes: int | None = None) -> tuple[list[Any], list[Any]] | None:
     """``keep(events)`` of every piece, and the document's other fields (``document``'s type,
     its ``traceEvents`` emptied): those before the array, from the first piece, and those
     after it, from the last. ``events`` decodes a list of events. ``None`` when the text is
     under two pieces, has no ``traceEvents`` array, or a piece is not JSON of these types: then
-    decode the whole document."""
+    decode the whole document. ``piece_bytes``: :data:`PIECE_BYTES` unless given."""
+    piece_bytes = piece_bytes or PIECE_BYTES
     size = len(text)
     spans = _spans(text, piece_bytes)
     _, end = next(spans)
