@@ -315,11 +315,13 @@ class _Columns:
         self.key_names = [shared.setdefault(name, name) for name, _, _, _ in keys]
         kinds = {(name, cat): _kind(name, cat) for name, cat, _, _ in keys}
         threads = _Codes()
-        table = np.array([(kinds[name, cat], cat in _CPU_CATS, name.startswith("c10d::"),
-                           threads[pid, tid]) for name, cat, pid, tid in keys],
-                         np.intp).reshape(-1, 4)[self.key]
-        self.kind, self.thread = table[:, 0], table[:, 3]
-        self.cpu, self.c10d = table[:, 1].astype(bool), table[:, 2].astype(bool)
+        per_key = np.array([(kinds[name, cat], cat in _CPU_CATS, name.startswith("c10d::"),
+                             threads[pid, tid]) for name, cat, pid, tid in keys],
+                           np.intp).reshape(-1, 4)
+        # each column gathered alone: a view of one (events x 4) gather would keep all of it
+        self.kind, self.cpu, self.c10d, self.thread = (
+            column[self.key] for column in (per_key[:, 0], per_key[:, 1].astype(bool),
+                                            per_key[:, 2].astype(bool), per_key[:, 3]))
         self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
 
     def of(self, *kinds: int) -> np.ndarray:
