@@ -111,15 +111,16 @@ from multiprocessing import forkserver
 sys.path.insert(0, sys.argv[1])
 import parallel_tasks
 from aorta_core.api.parallel import prestart, parallel_map
-prestart("parallel_tasks")
+prestart("parallel_tasks", min_cores=int(sys.argv[2]))
 server = forkserver._forkserver._forkserver_pid
 parents = {d.value for d in parallel_map(parallel_tasks.parent_pid, range(4), workers=2)}
 print(server, sorted(parents))
 """
 
 
-def _prestarted(env: dict[str, str]) -> tuple[str, list[int]]:
-    done = subprocess.run([sys.executable, "-c", _PRESTART, str(Path(__file__).parent)],
+def _prestarted(env: dict[str, str], min_cores: int = 3) -> tuple[str, list[int]]:
+    done = subprocess.run([sys.executable, "-c", _PRESTART, str(Path(__file__).parent),
+                           str(min_cores)],
                           capture_output=True, text=True, timeout=120, env=env, check=True)
     server, parents = done.stdout.split(" ", 1)
     return server, json.loads(parents)
@@ -130,6 +131,15 @@ def _prestarted(env: dict[str, str]) -> tuple[str, list[int]]:
 def test_prestart_starts_the_server_that_forks_the_workers() -> None:
     server, parents = _prestarted(dict(os.environ, **{WORKERS_ENV: ""}))
     assert server != "None" and parents == [int(server)]
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="needs 2 or more usable cores for a pool")
+def test_prestart_asks_for_fewer_cores_where_its_server_imports_much() -> None:
+    anywhere = dict(os.environ, **{WORKERS_ENV: ""})
+    server, parents = _prestarted(anywhere, min_cores=2)
+    assert server != "None" and parents == [int(server)]
+    server, _ = _prestarted(anywhere, min_cores=usable_cores() + 1)
+    assert server == "None"
 
 
 def test_prestart_starts_nothing_where_no_pool_would_run() -> None:

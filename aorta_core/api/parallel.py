@@ -165,15 +165,16 @@ def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     return context
 
 
-def prestart(*modules: str) -> None:
+def prestart(*modules: str, min_cores: int = 3) -> None:
     """Start the worker server now, in the background, importing ``modules`` there: a command
     that will map over files calls it first, so the server's start (an interpreter and its
     imports: 0.1 s here, 0.5 s where bytecode is not cached) overlaps the command's own instead
-    of delaying its first workers. Only where more than two cores are usable: on two, the
-    server and its resource tracker starting beside the command cost a one-file parse more
-    (~45 ms) than they save a parse of several (~35 ms). Nothing where no pool can start
-    (``AORTA_WORKERS=1``, no forkserver)."""
-    if _workers(2, None) < 2 or usable_cores() < 3:
+    of delaying its first workers. Only where ``min_cores`` are usable: on two, the server and
+    its resource tracker starting beside the command cost a one-file parse more (~45 ms) than
+    they save a parse of several (~35 ms); a server that imports numpy (the diagnosis's) saves
+    more than that on two (8 ranks: 0.04-0.12 s) and costs one rank 0.03 s. Nothing where no
+    pool can start (``AORTA_WORKERS=1``, no forkserver)."""
+    if _workers(2, None) < 2 or usable_cores() < min_cores:
         return  # before importing multiprocessing (and its socket, pickle: ~4 ms)
     import multiprocessing
 

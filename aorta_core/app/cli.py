@@ -303,7 +303,8 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(ns: argparse.Namespace) -> int:
-    prestart("aorta_core.reports.diagnose")  # its workers read the ranks' traces
+    # its workers read the ranks' traces; the server imports numpy as this process does
+    prestart("aorta_core.reports.diagnose", min_cores=2)
     from aorta_core.reports.diagnose import write_diagnosis
     from aorta_core.reports.timeline import trial_dirs
 
@@ -398,12 +399,10 @@ def _add_timeline_parser(sub) -> None:
     t.set_defaults(func=cmd_timeline)
 
 
-def _add_diagnose_parser(sub, command: str | None) -> None:
+def _add_diagnose_parser(sub) -> None:
     d = sub.add_parser("diagnose", help="why is a step slow: each rank's step time by part, "
                                         "stragglers and findings, into <trial>/diagnosis.json")
-    if command not in (None, "diagnose"):  # its defaults are in reports.diagnose (numpy): not
-        return                             # imported for `aorta parse` and the other tools
-    from aorta_core.reports.diagnose import MIN_EXCESS_MS, MIN_EXCESS_PCT
+    from aorta_core.reports.straggler_thresholds import MIN_EXCESS_MS, MIN_EXCESS_PCT
 
     d.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
     d.add_argument("--min-excess-ms", type=float, default=MIN_EXCESS_MS,
@@ -456,9 +455,8 @@ def _add_report_parsers(sub) -> None:
     a.set_defaults(func=cmd_agree)
 
 
-def _parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The tools' parser; ``command``: the tool being run (the others' arguments may be left
-    out, so that it imports only what that tool needs)."""
+def _parser() -> argparse.ArgumentParser:
+    """The tools' parser (numpy-free: the tool being run imports what it needs)."""
     parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed collectors")
@@ -475,7 +473,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_parse)
     _add_report_parsers(sub)
     _add_timeline_parser(sub)
-    _add_diagnose_parser(sub, command)
+    _add_diagnose_parser(sub)
     return parser
 
 
@@ -545,7 +543,7 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
         return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
         _one_blas_thread()
-        return _parser(args[0]).parse_args(args)
+        return _parser().parse_args(args)
     if args and args[0] != "sweep" and is_command_name(args[0]):
         return _collector_command(args[0], args[1:])
     return None

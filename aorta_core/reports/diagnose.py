@@ -38,6 +38,12 @@ from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
+from aorta_core.reports.straggler_thresholds import (
+    FINDING_SHARE,
+    MIN_EXCESS_MS,
+    MIN_EXCESS_PCT,
+    MOST_STEPS,
+)
 from aorta_core.reports.timeline_inputs import RankInputs, discover
 from aorta_core.reports.trace_events import read_trace
 
@@ -57,13 +63,6 @@ WORDS = {
     "data": "data loading",
     "other": "other device work (memory copies and sets)",
 }
-#: Defaults of the straggler test: slower than the others' median by this much per step.
-MIN_EXCESS_MS = 5.0
-MIN_EXCESS_PCT = 10.0
-#: ... in at least this share of the steps.
-MOST_STEPS = 0.75
-#: A part worth a finding of its own: this share of the mean step on every rank.
-FINDING_SHARE = 0.2
 
 # Names. CPU side: a collective's execution (gloo's worker thread, NCCL's annotation), the
 # c10d op that issues it, torch's record_param_comms; the benchmark's data range and
@@ -97,20 +96,27 @@ def _empty() -> np.ndarray:
 
 
 @dataclass
+class _Step:
+    """One step of a rank, broken down where its trace is read (the step threads' events and
+    the rank's intervals never leave that worker)."""
+
+    #: The parts, ms; ``comm_exposed`` includes the waiting, which needs every rank.
+    parts: dict[str, float]
+    #: The step's exposed communication (merged, µs): the parent finds the waiting in it.
+    exposed: np.ndarray
+    #: The longest run of host time: (ms, the event that starts right after it).
+    longest_host: tuple[float, str | None]
+
+
+@dataclass
 class _Trace:
-    """One rank's activity as merged intervals (µs, the trace's clock)."""
+    """One rank's steps (µs, the trace's clock) and their breakdowns, and its collectives."""
 
     device: bool = False
     steps: dict[int, tuple[float, float]] = field(default_factory=dict)
-    compute: np.ndarray = field(default_factory=_empty)
-    comm: np.ndarray = field(default_factory=_empty)
-    other: np.ndarray = field(default_factory=_empty)
-    data: np.ndarray = field(default_factory=_empty)
+    breakdown: dict[int, _Step] = field(default_factory=dict)
     #: Collective executions, by start: (name, ts, dur).
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
-    #: Per step, its longest run of host time (ms) and the event that starts right after it:
-    #: found where the trace is read, so the step threads' events never leave that worker.
-    longest_host: dict[int, tuple[float, str | None]] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
 
 
@@ -193,9 +199,10 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
                            else str(path))
     if not out.steps:
         return None
-    for part in ("compute", "comm", "other", "data"):
+    intervals = {}
+    for part in _INTERVALS:
         spans = np.hstack([getattr(f, part) for f in files])
-        setattr(out, part, merge(spans[0], spans[1]))
+        intervals[part] = merge(spans[0], spans[1])
     out.collectives.sort(key=lambda c: c[1])
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
@@ -203,8 +210,10 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     names = [name for f in files for name in f.names]
     names = [names[i] for i in order.tolist()]
     for step, (a, b) in out.steps.items():
-        points, _, labels, _ = _segments(out, a, b, _empty())
-        out.longest_host[step] = _longest(points, labels["host"], starts, names)
+        points, lengths, labels = _segments(intervals, a, b)
+        out.breakdown[step] = _Step(
+            {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS},
+            _runs(points, labels["comm_exposed"]), _longest(points, labels["host"], starts, names))
     return out
 
 
@@ -385,52 +394,53 @@ def _clip(intervals: np.ndarray, a: float, b: float) -> np.ndarray:
     return part
 
 
-@dataclass
-class _Step:
-    parts: dict[str, float]
-    wait: float
-    #: The longest run of host time: (ms, what starts right after it).
-    longest_host: tuple[float, str | None]
+#: A rank's intervals, by what runs in them.
+_INTERVALS = ("compute", "comm", "other", "data")
 
 
-def _segments(trace: _Trace, a: float, b: float, wait: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
-    """``[a, b)`` cut where any interval starts or ends: the cut points, the segments'
-    lengths, each part's segments (one label each, first match wins) and the waiting ones."""
-    sets = {k: _clip(getattr(trace, k), a, b) for k in ("compute", "comm", "other", "data")}
-    sets["wait"] = _clip(wait, a, b)
+def _segments(intervals: Mapping[str, np.ndarray], a: float, b: float
+              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """``[a, b)`` cut where any interval starts or ends: the cut points, the segments' lengths
+    and each part's segments (one label each, first match wins)."""
+    sets = {k: _clip(intervals[k], a, b) for k in _INTERVALS}
     points = np.unique(np.concatenate([[a, b], *(s.ravel() for s in sets.values())]))
     lengths = np.diff(points)
     mids = (points[:-1] + points[1:]) / 2
-    p, m, o, d, w = (_inside(sets[k], mids)
-                     for k in ("compute", "comm", "other", "data", "wait"))
+    p, m, o, d = (_inside(sets[k], mids) for k in _INTERVALS)
     labels = {"comm_hidden": m & p, "compute": p & ~m, "comm_exposed": m & ~p,
               "other": o & ~m & ~p}
     labels["data"] = d & ~m & ~p & ~o
     labels["host"] = ~(m | p | o | d)
-    return points, lengths, labels, w
+    return points, lengths, labels
 
 
-def _breakdown(trace: _Trace, step: int, wait: np.ndarray) -> _Step:
-    _, lengths, labels, w = _segments(trace, *trace.steps[step], wait)
-    parts = {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS}
-    waited = float(lengths[w & labels["comm_exposed"]].sum()) / 1e3
-    return _Step(parts, waited, trace.longest_host[step])
+def _runs(points: np.ndarray, segments: np.ndarray) -> np.ndarray:
+    """The runs of consecutive ``segments`` (between ``points``) as merged intervals."""
+    edges = np.flatnonzero(np.diff(np.r_[0, segments.astype(np.int8), 0])).reshape(-1, 2)
+    return np.vstack((points[edges[:, 0]], points[edges[:, 1]]))
 
 
 def _longest(points: np.ndarray, host: np.ndarray, starts: np.ndarray, names: list[str]
              ) -> tuple[float, str | None]:
     """The longest run of consecutive host segments, and the first event starting at its end."""
-    if not host.any():
+    runs = _runs(points, host)
+    if not runs.shape[1]:
         return 0.0, None
-    edges = np.flatnonzero(np.diff(np.r_[0, host.astype(np.int8), 0]))
-    runs = edges.reshape(-1, 2)  # [first segment, one past the last]
-    lengths = points[runs[:, 1]] - points[runs[:, 0]]
+    lengths = runs[1] - runs[0]
     best = int(np.argmax(lengths))
-    end = points[runs[best, 1]]
+    end = runs[1, best]
     i = int(np.searchsorted(starts, end - 1.0))  # an event starting within 1 µs
     name = names[i] if i < len(names) and starts[i] <= end + 1000 else None
     return float(lengths[best]) / 1e3, name
+
+
+def _overlap(x: np.ndarray, y: np.ndarray) -> float:
+    """The length of the intersection of two sets of merged intervals."""
+    if not (x.shape[1] and y.shape[1]):
+        return 0.0
+    points = np.unique(np.concatenate((x.ravel(), y.ravel())))
+    mids = (points[:-1] + points[1:]) / 2
+    return float(np.diff(points)[_inside(x, mids) & _inside(y, mids)].sum())
 
 
 def _waits(traces: Mapping[int, _Trace], step: int
@@ -487,9 +497,10 @@ def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
         waits, names = _waits(traces, step)
         for rank, trace in traces.items():
             a, b = trace.steps[step]
-            done = _breakdown(trace, step, waits[rank])
+            done = trace.breakdown[step]
             row = {"step": step, "step_ms": (b - a) / 1e3,
-                   **{f"{k}_ms": v for k, v in done.parts.items()}, "comm_wait_ms": done.wait}
+                   **{f"{k}_ms": v for k, v in done.parts.items()},
+                   "comm_wait_ms": _overlap(waits[rank], done.exposed) / 1e3}
             rows[rank].append(row)
             hosts[rank].append(done.longest_host)
             for name, us in names.get(rank, {}).items():
