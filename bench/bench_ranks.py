@@ -20,6 +20,8 @@ another in one process: the sum of the per-file parse times). Targets (issue 27)
   ``python -m aorta_core ...`` as a user runs it (the measuring process above also imports
   every command's modules and samples memory: ~0.7 s more on the H200 host). ``independent_s``:
   each rank parsed by its own command, all at once, the floor of any parallel parse here.
+  ``diagnose_sequential_s``: the diagnosis with ``AORTA_WORKERS=1``; against the sequential
+  parse it tells the per-file cost of the two reads from what the pools and the parents add.
 On 2 cores use small files (``--tiles 1``: ~7 MB); the issue's 100-200 MB per rank
 (``--tiles 20``, ~9.4 GB for 64 ranks) is for a big machine (e.g. the 16-core H200 host).
 
@@ -56,13 +58,14 @@ def _argv(kind: str, trial: Path) -> list[str]:
         "timeline": ["timeline", str(trial), "--ranks", f"0-{ranks - 1}", "--output",
                      str(out / "timeline.json")],
         "diagnose": ["diagnose", str(trial), "--json"],
+        "diagnose_sequential": ["diagnose", str(trial), "--json"],
     }[kind]
 
 
 def _env(kind: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("AORTA_WORKERS", None)
-    if kind == "parse_sequential":
+    if kind.endswith("_sequential"):
         env["AORTA_WORKERS"] = "1"
     return env
 
@@ -133,18 +136,23 @@ def _eight(root: Path, tiles: int, repeat: int, trial: Path | None) -> dict:
     if trial is None:
         trial = root / "eight" / "trial_000"
         make_capture(trial, 8, tiles)
-    seq, par, diagnose, alone = [], [], [], []
-    for _ in range(repeat):  # interleaved, so the machine's load falls on all four
-        seq.append(_command_wall("parse_sequential", trial))
-        par.append(_command_wall("parse", trial))
-        diagnose.append(_command_wall("diagnose", trial))
-        alone.append(_independent_wall(trial))
-    seq_s, par_s, diagnose_s, alone_s = map(statistics.median, (seq, par, diagnose, alone))
+    kinds = ("parse_sequential", "parse", "diagnose_sequential", "diagnose")
+    walls: dict[str, list[float]] = {kind: [] for kind in (*kinds, "independent")}
+    for _ in range(repeat):  # interleaved, so the machine's load falls on all of them
+        for kind in kinds:
+            walls[kind].append(_command_wall(kind, trial))
+        walls["independent"].append(_independent_wall(trial))
+    seq_s, par_s, diagnose_seq_s, diagnose_s, alone_s = (
+        statistics.median(walls[kind]) for kind in (*kinds, "independent"))
     return {"ranks": 8, "sequential_s": round(seq_s, 3), "parallel_s": round(par_s, 3),
             "parallel_vs_sequential": round(par_s / seq_s, 3),
             "independent_s": round(alone_s, 3),
             "independent_vs_sequential": round(alone_s / seq_s, 3),
-            "diagnose_s": round(diagnose_s, 3), "diagnose_vs_parse": round(diagnose_s / par_s, 3)}
+            "diagnose_s": round(diagnose_s, 3), "diagnose_vs_parse": round(diagnose_s / par_s, 3),
+            # one process each, the files one after another: the per-file cost of the two reads
+            # apart from the pools' start and the parent's own work
+            "diagnose_sequential_s": round(diagnose_seq_s, 3),
+            "sequential_diagnose_vs_parse": round(diagnose_seq_s / seq_s, 3)}
 
 
 def main() -> None:
