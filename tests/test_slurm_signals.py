@@ -5,6 +5,7 @@ are in test_slurm_live.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,7 +49,8 @@ def _sweep_signalled(tmp_path: Path, sig: signal.Signals, job: dict[str, str] = 
             assert time.monotonic() < deadline, "the trial never started"
             time.sleep(0.1)
         for pid in [sweep.pid, *_descendants(sweep.pid)]:  # as Slurm does: every process
-            os.kill(pid, sig)
+            with contextlib.suppress(ProcessLookupError):  # gone since it was listed (the sweep
+                os.kill(pid, sig)                          # signalled first may end it)
         _, stderr = sweep.communicate(timeout=60)
     finally:
         sweep.kill()
