@@ -48,7 +48,9 @@ TARGETS = {
              "`diagnose`: parse wall <= 1.3x (sum of per-file parse times / cores), each "
              "worker's peak <= 2.5x the largest file, the parent's added peak <= 0.25x one "
              "file; 8 ranks (`eight`) <= 0.6x sequential on 2 cores (0.2x on 16), and "
-             "`aorta diagnose` of them <= 1.5x their parallel parse. The issue's 100-200 MB per "
+             "`aorta diagnose` of them <= 1.5x their parallel parse (`diagnose_sequential_s`: "
+             "the diagnosis with `AORTA_WORKERS=1`, its per-file cost against `sequential_s`). "
+             "The issue's 100-200 MB per "
              "rank "
              "(`--tiles 20`) is for a big machine. `cpu_control_ratio`: as many CPU-bound "
              "interpreters as cores at once vs one after another (0.5 on an idle 2-core VM)",
