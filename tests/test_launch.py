@@ -125,3 +125,30 @@ def test_run_main_gives_the_payload_python_s_argv_and_path(tmp_path):
                             cwd=Path("/"), capture_output=True, text=True, check=True)
     assert module.stdout.startswith(f"[{str(pkg / 'main.py')!r}, 'x']")
     assert module.stdout.rstrip().endswith("__main__")
+
+
+_ENDS_ITSELF = """
+import atexit, pathlib, sys
+from aorta_core.api.launch import exit_without_teardown
+atexit.register(lambda: pathlib.Path(sys.argv[1]).write_text("atexit ran"))
+print("unflushed line", end="")
+exit_without_teardown(3)
+print("never")
+"""
+
+
+def test_exit_without_teardown_keeps_the_status_the_atexit_work_and_the_output(tmp_path):
+    script = tmp_path / "ends.py"
+    script.write_text(_ENDS_ITSELF)
+    mark = tmp_path / "mark"
+    done = subprocess.run([sys.executable, str(script), str(mark)], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout, mark.read_text()) == (3, "unflushed line", "atexit ran")
+    # run by a runner (run_main), the payload's end is a SystemExit the runner sees, so the
+    # runner's own work after its payload still runs
+    runner = ("import sys; from aorta_core.api.launch import run_main\n"
+              "try:\n    run_main(sys.argv[1:])\nexcept SystemExit as exc:\n"
+              "    print(' runner saw', exc.code)\n")
+    done = subprocess.run([sys.executable, "-c", runner, str(script), str(tmp_path / "m2")],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "unflushed line runner saw 3\n"), done.stderr

@@ -5,11 +5,13 @@
 ``python [options] -m torch.distributed.run [options] ...`` into a :class:`PythonLaunch`;
 :meth:`PythonLaunch.rebuild` writes it back with a wrapper (``-m your.runner ...``) in front of
 the target, once per process that torchrun starts. :func:`interpreter` finds the Python that
-runs a launch; :func:`run_main` runs the target inside a runner as ``python`` would.
+runs a launch; :func:`run_main` runs the target inside a runner as ``python`` would, and
+:func:`exit_without_teardown` ends that runner with the target's status.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import runpy
@@ -199,6 +201,10 @@ def _shebang_python(script: str, env: Mapping[str, str]) -> str | None:
     return words[0] if words and _is_python(words[0]) else None
 
 
+#: How many :func:`run_main` calls are running a payload in this process.
+_payloads_running = 0
+
+
 def run_main(target: Sequence[str]) -> None:
     """Run ``script.py args`` or ``-m module args`` in this process as ``python`` runs its main.
 
@@ -206,11 +212,32 @@ def run_main(target: Sequence[str]) -> None:
     become what ``python <target>`` would give the payload. Exceptions (``SystemExit``
     included) propagate to the runner.
     """
-    if target[0] == "-m":
-        sys.argv = list(target[1:])
-        runpy.run_module(target[1], run_name="__main__", alter_sys=True)
-        return
-    sys.argv = list(target)
-    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated):
-        sys.path[0] = os.path.dirname(os.path.abspath(target[0]))
-    runpy.run_path(target[0], run_name="__main__")
+    global _payloads_running
+    _payloads_running += 1
+    try:
+        if target[0] == "-m":
+            sys.argv = list(target[1:])
+            runpy.run_module(target[1], run_name="__main__", alter_sys=True)
+            return
+        sys.argv = list(target)
+        if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated):
+            sys.path[0] = os.path.dirname(os.path.abspath(target[0]))
+        runpy.run_path(target[0], run_name="__main__")
+    finally:
+        _payloads_running -= 1
+
+
+def exit_without_teardown(status: int) -> None:
+    """Run the atexit handlers, flush stdout and stderr, and end the process with ``status``
+    without the interpreter's teardown of C++ static objects. With torch 2.13 a gloo job aborts
+    now and then in that teardown, after all its work and files are done ("terminate called
+    without an active exception", SIGABRT: one exit in four of profiled ranks once), which would
+    turn a finished run into a failed one. Called by a payload that a runner runs
+    (:func:`run_main`), it raises ``SystemExit(status)`` instead: the runner still has its own
+    work to finish (stopping a profiler, writing its files) and ends the process itself."""
+    if _payloads_running:
+        raise SystemExit(status)
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

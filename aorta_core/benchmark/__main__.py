@@ -13,6 +13,7 @@ import sys
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
+from aorta_core.api.launch import exit_without_teardown
 from aorta_core.api.ranks import rank_from_env
 from aorta_core.benchmark.config import ConfigError, check_inject, compose_config
 
@@ -83,4 +84,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_without_teardown(main())  # its files are closed and its process group left by now

@@ -4,17 +4,17 @@ Runs the payload as ``__main__`` under a :class:`~aorta_torchprof.session.Sessio
 from the environment the wrap set, with ``sys.argv`` and ``sys.path[0]`` as plain
 ``python script.py`` would have them. The payload's exit status is kept (``SystemExit``
 included; an uncaught exception prints its traceback and exits 1) and the profiler is stopped
-and its traces written whatever way the payload ends.
+and its traces written whatever way the payload ends; the process then ends without the
+interpreter's C++ teardown (:func:`aorta_core.api.exit_without_teardown`).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import traceback
 
-from aorta_core.api import rank_from_env, run_main
+from aorta_core.api import exit_without_teardown, rank_from_env, run_main
 from aorta_torchprof.session import DIR_ENV, Session, options_from_env
 
 USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"
@@ -59,18 +59,5 @@ def main(argv: list[str]) -> int:
     return status
 
 
-def _exit(status: int) -> None:
-    """Run the payload's atexit handlers, flush, and leave without C++ static destructors.
-
-    With torch 2.13 a profiled gloo job aborts about one exit in four ("terminate called
-    without an active exception") while its static objects are torn down, after the traces
-    are already written; ``os._exit`` keeps the payload's real status instead.
-    """
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
 if __name__ == "__main__":
-    _exit(main(sys.argv[1:]))
+    exit_without_teardown(main(sys.argv[1:]))

@@ -140,6 +140,18 @@ def test_runner_exception_exits_1_with_traceback(tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["rank0.pt.trace.json"]
 
 
+def test_a_payload_that_ends_without_teardown_still_gets_its_trace(tmp_path: Path) -> None:
+    """The built-in benchmark ends with ``exit_without_teardown``; under the runner that must
+    end the payload, not the process, or the runner's profiler would never write its trace."""
+    script = tmp_path / "ends.py"
+    script.write_text("import torch\nfrom aorta_core.api import exit_without_teardown\n"
+                      "torch.ones(8).sum()\nexit_without_teardown(4)\n")
+    out = tmp_path / "out"
+    done = _run(_wrap([sys.executable, str(script)], out, step_on="run"))
+    assert done.returncode == 4, done.stderr
+    assert [p.name for p in out.iterdir()] == ["rank0.pt.trace.json"]
+
+
 def test_manual_step_and_short_schedule_warning(tmp_path: Path) -> None:
     script = tmp_path / "manual.py"
     script.write_text(
