@@ -199,10 +199,8 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
                            else str(path))
     if not out.steps:
         return None
-    intervals = {}
-    for part in _INTERVALS:
-        spans = np.hstack([getattr(f, part) for f in files])
-        intervals[part] = merge(spans[0], spans[1])
+    intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
+                 for part in _INTERVALS}
     out.collectives.sort(key=lambda c: c[1])
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")

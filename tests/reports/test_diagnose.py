@@ -19,8 +19,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from needs import NO_GPU, needs
 from reports.report_helpers import aorta
 
@@ -319,26 +317,3 @@ def test_a_trace_read_in_pieces_gives_the_columns_of_its_whole_decode() -> None:
     mine, theirs = diagnose._read_one(got, {}), diagnose._read_one(expected, {})
     assert mine.steps == theirs.steps != {} and mine.collectives == theirs.collectives
     np.testing.assert_array_equal(mine.compute, theirs.compute)
-
-
-
-
-_TIME = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=64)
-_SPANS = st.lists(st.tuples(_TIME, st.floats(min_value=0, max_value=1e4, width=64)), max_size=40)
-
-
-@given(_SPANS, _SPANS)
-def test_a_wait_counts_where_it_overlaps_the_exposed_communication(waits, exposed) -> None:
-    """The parent finds a rank's waiting as the overlap of its wait and of the exposed
-    communication its worker found: the two sets' lengths less their union's."""
-    import numpy as np
-
-    from aorta_core.api import covered, merge
-    from aorta_core.reports.diagnose import _overlap
-
-    x, y = (merge(np.array([s for s, _ in spans]), np.array([s + n for s, n in spans]))
-            for spans in (waits, exposed))
-    both = np.hstack((x, y))
-    union = covered(merge(both[0], both[1]))
-    assert _overlap(x, y) == pytest.approx(covered(x) + covered(y) - union, abs=1e-6)
-    assert _overlap(x, y) == _overlap(y, x) and _overlap(x, x) == pytest.approx(covered(x))
