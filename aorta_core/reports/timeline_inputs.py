@@ -1,5 +1,7 @@
-"""What goes on a trial's merged timeline, rank by rank: the built-in benchmark's own files, and
-the trace files each collector that ran names through its ``timeline_sources`` hook.
+"""What goes on a trial's merged timeline, rank by rank: the built-in benchmark's own files, the
+trace files each collector that ran names through its ``timeline_sources`` hook, and any other
+Kineto trace in the folder (a workload's own ``torch.profiler`` output, or a folder of traces
+given as it is).
 
 The core knows no collector by name: it asks every collector the trial's record lists, with the
 options it ran with, one at a time and isolated as every hook is
@@ -13,13 +15,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aorta_core.api.bom import BOM
 from aorta_core.api.contracts import TimelineSource
+from aorta_core.api.files import open_limited
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
@@ -60,11 +66,43 @@ def _regular(paths: Iterable[Path]) -> list[Path]:  # aorta reads no links
     return sorted(p for p in paths if p.is_file() and not p.is_symlink())
 
 
+def _kineto_trace(path: Path) -> Trace:
+    return Trace("kineto", "Kineto", KINETO_POSITION,
+                 TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
+
+
 def _benchmark_kineto(trial: Path) -> list[Trace]:
-    return [Trace("kineto", "Kineto", KINETO_POSITION,
-                  TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
-            for path in _regular((trial / BENCHMARK_KINETO_DIR).rglob("*"))
+    return [_kineto_trace(path) for path in _regular((trial / BENCHMARK_KINETO_DIR).rglob("*"))
             if path.name.endswith((".json", ".json.gz"))]
+
+
+#: How a Kineto trace begins (torch.profiler's exports, old and new, and HTA's test data): its
+#: schema version is its first key. aorta's merged timeline and other chrome traces begin
+#: otherwise, and are never taken for a rank's trace.
+_KINETO_HEAD = re.compile(rb'\s*\{\s*"schemaVersion"\s*:')
+
+
+def _begins_as_kineto(path: Path, trial: Path) -> bool:
+    try:
+        with open_limited(path, trial) as fh:
+            head = fh.read(256)
+    except (OSError, EOFError, zlib.error):
+        return False  # unreadable: not ours to explain here
+    return _KINETO_HEAD.match(head.removeprefix(BOM)) is not None
+
+
+def _unclaimed_kineto(trial: Path, claimed: set[Path]) -> list[Trace]:
+    """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
+    profiler's, and each collector's that named its files): what a workload's own
+    ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
+    found = []
+    for folder, dirs, files in os.walk(trial):  # links to folders are not followed
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if here / d not in claimed)
+        found += [_kineto_trace(path) for path in _regular(here / name for name in files
+                                                            if name.endswith((".json", ".json.gz")))
+                  if _begins_as_kineto(path, trial)]
+    return found
 
 
 def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
@@ -76,10 +114,13 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
     for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
         ranks[rank_from_name(path.relative_to(trial))].jsonl = path
     traces = _benchmark_kineto(trial)
+    claimed = {trial / BENCHMARK_KINETO_DIR}
     for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
                                                                   hook_timeout_s),
                                                FIRST_COLLECTOR_POSITION):
         traces += [Trace(name, name, position, source) for source in sources]
+        claimed.add(trial / name)
+    traces += _unclaimed_kineto(trial, claimed)
     seen: set[Path] = set()
     for trace in traces:
         path = trace.source.path

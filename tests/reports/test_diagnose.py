@@ -227,17 +227,69 @@ def test_any_payload_a_script_with_a_slow_data_loader(tmp_path):
     assert straggler["waiting_ranks"] == [0]
 
 
+#: Not the benchmark and no collector: a loop that profiles itself with torch.profiler into the
+#: trial's folder (as tensorboard_trace_handler names files: host_pid.time.pt.trace.json, no
+#: rank in the name) and sleeps on rank 1 each step, outside any op.
+OWN_PROFILER = """
+import os
+import time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+with torch.profiler.profile(
+        schedule=torch.profiler.schedule(wait=0, warmup=2, active=6),
+        on_trace_ready=torch.profiler.tensorboard_trace_handler(
+            os.path.join(os.environ["AORTA_TRIAL_DIR"], "my_profile"))) as prof:
+    for _ in range(9):
+        if rank == 1:
+            time.sleep({ms} / 1e3)
+        model(torch.randn(32, 64)).square().sum().backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+        opt.step()
+        opt.zero_grad()
+        prof.step()
+dist.destroy_process_group()
+"""
+
+
+def test_any_payload_a_script_that_profiles_itself(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(OWN_PROFILER.format(ms=INJECTED_MS)))
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "diagnose=true", "--", TORCHRUN,
+                 "--standalone", "--nproc_per_node=2", str(script), cwd=tmp_path, env=_env())
+    assert done.returncode == 0, done.stderr
+    (path,) = out.glob("cells/*/trial_000/diagnosis.json")
+    found = json.loads(path.read_text())
+    _check_sums(found)
+    assert all(s.startswith("my_profile/") for r in found["ranks"].values()
+               for s in r["sources"])
+    assert [s["rank"] for s in found["stragglers"]] == [1], found["stragglers"]
+    straggler = found["stragglers"][0]
+    assert straggler["category"] == "host"
+    assert _close(straggler["excess_ms_per_step"], INJECTED_MS), straggler
+    assert straggler["waiting_ranks"] == [0]
+
+
 def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
-    """Real Kineto traces of 2 ranks of a 128-rank NCCL job (HTA's test data): kernels are
-    classified as HTA does, the parts sum to the step, the last step is left out."""
-    folder = tmp_path / "trial" / "benchmark" / "torch_profiler"
+    """Real Kineto traces of 2 ranks of a 128-rank NCCL job (HTA's test data), diagnosed as the
+    folder they come in (no trial, no record): kernels are classified as HTA does, the parts sum
+    to the step, the last step is left out; the timeline written beside them is not taken for a
+    third rank's trace."""
+    folder = tmp_path / "traces"
     shutil.copytree(HTA_TRACES, folder)
-    done = aorta("diagnose", str(tmp_path / "trial"), "--json", cwd=tmp_path, check=False)
+    done = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
     assert done.returncode == 0, done.stderr
     (found,) = json.loads(done.stdout)
     assert found["steps"] == [551]
     _check_sums(found)
-    assert sorted(found["ranks"]) == ["0", "1"]
+    assert {r: v["sources"] for r, v in found["ranks"].items()} == {
+        "0": ["sampled_rank-0.json.gz"], "1": ["sampled_rank-1.json.gz"]}
     for rank in found["ranks"].values():
         (step,) = rank["steps"]
         assert rank["device"] == "gpu"
@@ -246,6 +298,10 @@ def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
         assert step["data_ms"] == 0
     assert max(r["steps"][0]["comm_wait_ms"] for r in found["ranks"].values()) > 0
     assert found["stragglers"] == []
+    assert aorta("timeline", str(folder), cwd=tmp_path, check=False).returncode == 0
+    again = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
+    assert again.returncode == 0 and not again.stderr.count("warning"), again.stderr
+    assert json.loads(again.stdout)[0]["ranks"] == found["ranks"]
 
 
 def test_odd_events_cost_nothing_but_themselves(tmp_path):
