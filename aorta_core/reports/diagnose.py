@@ -75,6 +75,9 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: Autograd's nodes (``MmBackward0``, ``autograd::engine::evaluate_function: ...``) and
 #: annotations are not: time in them outside any op is the framework's and Python's (host).
 _DISPATCHER = re.compile(r"^(?!autograd::|c10d::|profiler::)[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]")
+#: A torch.compile'd graph's call (``## Call CompiledFxGraph <key> ##``): on the CPU, Inductor's
+#: fused C++ kernels run inside it and make no op events of their own, so it is compute too.
+_COMPILED_GRAPH = re.compile(r"^## Call CompiledFxGraph")
 # Device side: HTA's kernel classes (hta/utils/utils.py get_kernel_type, hta/common/types.py),
 # except that a kernel named hip* is not taken for communication (HTA's ^hip rule would count
 # every HIP kernel as a collective).
@@ -309,7 +312,9 @@ def _kind(name: str, cat: str) -> int:
         return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
     if _DATA.search(name):
         return _DATA_RANGE
-    return _OP if cat == "cpu_op" and _DISPATCHER.match(name) else _OTHER
+    if _COMPILED_GRAPH.match(name) or (cat == "cpu_op" and _DISPATCHER.match(name)):
+        return _OP
+    return _OTHER
 
 
 class _Columns:

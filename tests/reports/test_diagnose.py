@@ -26,6 +26,7 @@ from aorta_core.reports.diagnose import PARTS
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
+COMPILED_TRACES = Path(__file__).parent / "fixtures" / "compiled_cpu"
 H200_TRACE = (Path(__file__).resolve().parents[2] / "plugins" / "aorta_torchprof" / "tests"
               / "fixtures" / "cuda_h200" / "torchprof" / "rank0.step5.pt.trace.json")
 #: The tiny model under DDP, 8 steps; the profiler records steps 2-7.
@@ -302,6 +303,25 @@ def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
     again = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
     assert again.returncode == 0 and not again.stderr.count("warning"), again.stderr
     assert json.loads(again.stdout)[0]["ranks"] == found["ranks"]
+
+
+def test_compiled_kernels_on_the_cpu_are_compute(tmp_path):
+    """Real traces (fixtures/compiled_cpu/capture.py): rank 1 runs a torch.compile'd function
+    each step, whose fused C++ kernels make no op events; its time is found as compute, about as
+    long as rank 1 timed the call itself."""
+    folder = tmp_path / "traces"
+    shutil.copytree(COMPILED_TRACES, folder)
+    done = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    (found,) = json.loads(done.stdout)
+    _check_sums(found)
+    timed = json.loads((folder / "extra_ms.json").read_text())["extra_ms_per_step"]
+    truth = sum(timed[step] for step in found["steps"]) / len(found["steps"])
+    assert [s["rank"] for s in found["stragglers"]] == [1], found["stragglers"]
+    straggler = found["stragglers"][0]
+    assert straggler["category"] == "compute", straggler
+    assert _close(straggler["by_category_ms"]["compute"], truth), (straggler, truth)
+    assert straggler["waiting_ranks"] == [0]
 
 
 def test_odd_events_cost_nothing_but_themselves(tmp_path):
