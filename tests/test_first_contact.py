@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -75,6 +76,41 @@ def test_reason_of_a_rank_that_crashes_natively_is_its_signal(tmp_path: Path):
     assert reason(captured) == "rank 0: killed by SIGABRT"
     _, rec = _torchrun_trial(tmp_path, RANK0_ABORTS)
     assert rec["error"] == "exit code 1: rank 0: killed by SIGABRT"
+
+
+def test_a_rank_that_aborts_in_cpp_teardown_says_what_the_runtime_said():
+    """A real 2-rank gloo run (examples/diagnose/train_profiled.py before it skipped teardown)
+    whose rank 0 aborted at exit after its work: libstdc++'s line is the cause."""
+    captured = (FIXTURES / "torchrun_gloo_teardown_abort.stderr").read_text()
+    assert reason(captured) == ("rank 0: killed by SIGABRT (terminate called without an active "
+                                "exception)")
+
+
+NATIVE_CRASHES = {
+    "throw.cpp": ("#include <stdexcept>\n#include <thread>\nint main() { std::thread t([] { "
+                  "throw std::runtime_error(\"CUDA error: an illegal memory access\"); }); "
+                  "t.join(); }\n",
+                  "killed by SIGABRT: std::runtime_error: CUDA error: an illegal memory access"),
+    "double_free.c": ("#include <stdlib.h>\nint main(void) { char *p = malloc(32); free(p); "
+                      "free(p); return 0; }\n", "killed by SIGABRT: free(): double free"),
+}
+
+
+@pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")),
+                    reason="needs a C and a C++ compiler (gcc, g++) to build the crashing "
+                           "programs")
+@pytest.mark.parametrize("source", sorted(NATIVE_CRASHES))
+def test_a_native_crash_is_named_by_what_the_runtime_said(tmp_path: Path, source: str):
+    code, expected = NATIVE_CRASHES[source]
+    (tmp_path / source).write_text(code)
+    program = tmp_path / "crash"
+    compiler = "g++" if source.endswith(".cpp") else "gcc"
+    subprocess.run([compiler, "-pthread", str(tmp_path / source), "-o", str(program)],
+                   check=True)
+    out = tmp_path / "out"
+    run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", str(program)], cwd=tmp_path)
+    (rec,) = records(out)
+    assert rec["error"].startswith(expected), rec["error"]
 
 
 def test_reason_skips_rulers_summaries_warnings_and_log_lines():

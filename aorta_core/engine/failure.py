@@ -29,6 +29,15 @@ _SUMMARY_SIGNAL = re.compile(r"Signal \d+ \((SIG\w+)\) received by PID")
 #: ``ValueError: x``, ``torch.distributed.DistBackendError: x``, ``KeyboardInterrupt``.
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?::\s|:?$)")
 _CARETS = re.compile(r"^[\^~ ]+")
+#: What the C++ runtime prints before it aborts: ``terminate called without an active exception``
+#: (a thread left running at exit: torch's teardown of a gloo job, now and then) or ``terminate
+#: called after throwing an instance of 'T'`` and ``  what():  <message>`` on the next line.
+_TERMINATE = re.compile(r"terminate called (?:after throwing an instance of '([^']+)'|(.+))")
+_WHAT = re.compile(r"^\s*what\(\):\s*(.*)")
+#: glibc's heap checks, before they abort: ``free(): double free detected in tcache 2``,
+#: ``malloc(): unsorted double linked list corrupted``, ``double free or corruption (!prev)``.
+_HEAP = re.compile(r"^(?:(?:malloc|free|realloc|calloc|munmap_chunk)\(\): |double free or "
+                   r"corruption|corrupted (?:size|double-linked))")
 _COLOUR = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: What no line of text holds: C0/C1 controls (tab and line ends aside), U+FFFD for bad UTF-8.
 _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
@@ -98,6 +107,24 @@ def last_exception(lines: list[str]) -> str | None:
     return found
 
 
+def native_abort(lines: list[str]) -> str | None:
+    """The C++ runtime's or glibc's last words before an abort, in one line
+    (``std::runtime_error: CUDA error: ...``, ``terminate called without an active exception``,
+    ``free(): double free detected in tcache 2``), or ``None``."""
+    for i in range(len(lines) - 1, -1, -1):
+        if _HEAP.match(lines[i]):
+            return lines[i].strip()
+        found = _TERMINATE.search(lines[i])
+        if found is None:
+            continue
+        if found.group(2):
+            return f"terminate called {found.group(2).strip()}"
+        what = _WHAT.match(lines[i + 1]) if i + 1 < len(lines) else None
+        return f"{found.group(1)}: {what.group(1).strip()}" if what else \
+            f"uncaught {found.group(1)}"
+    return None
+
+
 def _root_cause(text: str) -> tuple[int | None, str | None]:
     """Rank and error of torchrun's ``Root Cause`` block, when there is one: the exception of
     its inline traceback, or the signal that ended the rank (a native crash; the other ranks'
@@ -142,6 +169,9 @@ def reason(stderr_text: str) -> str | None:
     root_rank, root_exception = _root_cause("\n".join(lines))
     ranks, plain = _split_ranks(_before_launcher_traceback(lines))
     text = root_exception
+    if text is not None and text.startswith("killed by "):  # a native crash: what it said
+        native = native_abort(ranks.get(root_rank, [])) or native_abort(plain)
+        text = f"{text} ({native})" if native else text
     if text is None and root_rank in ranks:
         text = last_exception(ranks[root_rank])
     if text is None:
@@ -152,6 +182,8 @@ def reason(stderr_text: str) -> str | None:
             if text is not None:
                 root_rank = rank
                 break
+    if text is None:
+        text = native_abort(plain)
     if text is None:
         text = next((ln.strip() for ln in reversed(plain) if not _is_noise(ln)), None)
     if text is None:

@@ -27,6 +27,8 @@ from aorta_core.reports.diagnose import PARTS
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
 COMPILED_TRACES = Path(__file__).parent / "fixtures" / "compiled_cpu"
+PROFILES_ITSELF = (Path(__file__).resolve().parents[2] / "examples" / "diagnose"
+                   / "train_profiled.py")
 H200_TRACE = (Path(__file__).resolve().parents[2] / "plugins" / "aorta_torchprof" / "tests"
               / "fixtures" / "cuda_h200" / "torchprof" / "rank0.step5.pt.trace.json")
 #: The tiny model under DDP, 8 steps; the profiler records steps 2-7.
@@ -228,47 +230,19 @@ def test_any_payload_a_script_with_a_slow_data_loader(tmp_path):
     assert straggler["waiting_ranks"] == [0]
 
 
-#: Not the benchmark and no collector: a loop that profiles itself with torch.profiler into the
-#: trial's folder (as tensorboard_trace_handler names files: host_pid.time.pt.trace.json, no
-#: rank in the name) and sleeps on rank 1 each step, outside any op.
-OWN_PROFILER = """
-import os
-import time
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-model = torch.nn.Linear(64, 64)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-with torch.profiler.profile(
-        schedule=torch.profiler.schedule(wait=0, warmup=2, active=6),
-        on_trace_ready=torch.profiler.tensorboard_trace_handler(
-            os.path.join(os.environ["AORTA_TRIAL_DIR"], "my_profile"))) as prof:
-    for _ in range(9):
-        if rank == 1:
-            time.sleep({ms} / 1e3)
-        model(torch.randn(32, 64)).square().sum().backward()
-        for p in model.parameters():
-            dist.all_reduce(p.grad)
-        opt.step()
-        opt.zero_grad()
-        prof.step()
-dist.destroy_process_group()
-"""
-
-
 def test_any_payload_a_script_that_profiles_itself(tmp_path):
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(OWN_PROFILER.format(ms=INJECTED_MS)))
+    """examples/diagnose/train_profiled.py: no collector, no benchmark; its own torch.profiler
+    writes into the trial's folder, with tensorboard_trace_handler's names (no rank in them)."""
     out = tmp_path / "sweep"
     done = aorta(f"output={out}", "sweep=repeat", "trials=1", "diagnose=true", "--", TORCHRUN,
-                 "--standalone", "--nproc_per_node=2", str(script), cwd=tmp_path, env=_env())
+                 "--standalone", "--nproc_per_node=2", str(PROFILES_ITSELF), "--slow-rank", "1",
+                 "--slow-ms", str(INJECTED_MS), cwd=tmp_path, env=_env())
     assert done.returncode == 0, done.stderr
     (path,) = out.glob("cells/*/trial_000/diagnosis.json")
     found = json.loads(path.read_text())
     _check_sums(found)
-    assert all(s.startswith("my_profile/") for r in found["ranks"].values()
+    assert found["steps"] == [2, 3, 4, 5, 6]
+    assert all(s.startswith("profile/") for r in found["ranks"].values()
                for s in r["sources"])
     assert [s["rank"] for s in found["stragglers"]] == [1], found["stragglers"]
     straggler = found["stragglers"][0]
