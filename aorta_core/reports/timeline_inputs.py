@@ -93,7 +93,7 @@ def _begins_as_kineto(path: Path, trial: Path) -> bool:
 
 def _unclaimed_kineto(trial: Path, claimed: set[Path]) -> list[Trace]:
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
-    profiler's, and each collector's that named its files): what a workload's own
+    profiler's, and each collector's that ran): what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
     found = []
     for folder, dirs, files in os.walk(trial):  # links to folders are not followed
@@ -114,7 +114,7 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
     for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
         ranks[rank_from_name(path.relative_to(trial))].jsonl = path
     traces = _benchmark_kineto(trial)
-    claimed = {trial / BENCHMARK_KINETO_DIR}
+    claimed = {trial / BENCHMARK_KINETO_DIR}  # and each collector's folder: its own to name
     for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
                                                                   hook_timeout_s),
                                                FIRST_COLLECTOR_POSITION):
@@ -148,8 +148,9 @@ def _recorded(record: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
                        hook_timeout_s: float | None) -> Iterator[tuple[str, list[TimelineSource]]]:
-    """Each collector that ran and the sources it names, by collector name. Without a record,
-    the installed collectors whose artifact folder is in the trial, with their defaults."""
+    """Each collector that ran and whose folder is in the trial, and the sources it names (none
+    where it cannot be asked: a warning says why). Without a record, the installed collectors
+    whose artifact folder is in the trial, with their defaults."""
     from aorta_core.engine.plugins import PluginLoadError, load_registry, option_names
 
     ran = _recorded(record) if record is not None else {
@@ -158,20 +159,20 @@ def _collector_sources(trial: Path, record: Mapping[str, Any] | None, warn: Warn
         folder = trial / name
         if not folder.is_dir():
             continue  # nothing kept of it (retention) or never made
+        sources: list[TimelineSource] = []
         try:  # only the collectors that ran are imported
             registry = load_registry(only=name)
         except PluginLoadError as exc:  # AORTA_STRICT_PLUGINS=1 and it failed to load
             warn(named_once(name, f"{exc}; {_LEFT_OUT}"))
-            continue
-        if name not in registry.collectors:
-            failed = [s.error for s in registry.statuses if s.error]
-            why = f"unusable here ({failed[0]})" if failed else \
-                "not installed here (see `aorta plugins`)"
-            warn(named_once(name, f"{why}, so {_LEFT_OUT}"))
-            continue
-        sources = _ask(registry, name, folder, values, trial, warn, hook_timeout_s)
-        if sources:
-            yield name, sources
+        else:
+            if name in registry.collectors:
+                sources = _ask(registry, name, folder, values, trial, warn, hook_timeout_s)
+            else:
+                failed = [s.error for s in registry.statuses if s.error]
+                why = f"unusable here ({failed[0]})" if failed else \
+                    "not installed here (see `aorta plugins`)"
+                warn(named_once(name, f"{why}, so {_LEFT_OUT}"))
+        yield name, sources
 
 
 def _ask(registry: Any, name: str, folder: Path, values: Mapping[str, Any], trial: Path,
