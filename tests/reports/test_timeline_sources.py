@@ -156,6 +156,14 @@ def test_a_failing_collector_costs_one_line_and_its_own_lanes(site, tmp_path):
         ["lanes/relative.json", "lanes/unix.json"]
     assert sum(e.get("name") in ("tick", "k0", "k1") for e in doc["traceEvents"]) == 3
 
+    # a Kineto trace in a collector's folder is that collector's to name, even where it is not
+    # installed; one in a folder of nobody's is read as a Kineto trace of its own
+    start_us = int(json.loads((trial / "record.json").read_text())["started_at_unix"] * 1e6)
+    for folder in ("junker", "hanger", "mine"):
+        (trial / folder).mkdir(exist_ok=True)
+        (trial / folder / "kineto.json").write_text(json.dumps({
+            "schemaVersion": 1, "traceEvents": [{"ph": "X", "name": f"{folder} op", "pid": 1,
+                                                 "tid": 1, "ts": start_us + 10, "dur": 5}]}))
     cli = run_aorta(["timeline", str(trial)], cwd=tmp_path,
                     env={**site.env, "AORTA_DISABLE_PLUGINS":
                          f"{ONLY_TEST_PLUGINS['AORTA_DISABLE_PLUGINS']},hanger,junker"})
@@ -169,7 +177,10 @@ def test_a_failing_collector_costs_one_line_and_its_own_lanes(site, tmp_path):
         "gone; its traces are left out of the timeline",
     ]
     again = json.loads((trial / "timeline.json").read_text())
-    assert again["otherData"]["sources"] == doc["otherData"]["sources"]
+    (mine,) = [s for s in again["otherData"]["sources"] if s not in doc["otherData"]["sources"]]
+    assert (mine["file"], mine["kind"]) == ("mine/kineto.json", "kineto")
+    assert len(again["otherData"]["sources"]) == len(doc["otherData"]["sources"]) + 1
+    assert [e["name"] for e in again["traceEvents"] if e["name"].endswith(" op")] == ["mine op"]
 
     # a collector that ran but no longer imports is named with its error; one installed since,
     # broken too, did not run in this trial and is never imported; the hanging one is given up
@@ -188,4 +199,4 @@ def test_a_failing_collector_costs_one_line_and_its_own_lanes(site, tmp_path):
     assert "never imported" not in broken.stderr
     assert sorted(s["file"] for s in json.loads(
         (trial / "timeline.json").read_text())["otherData"]["sources"]) == \
-        ["lanes/relative.json", "lanes/unix.json"]
+        ["lanes/relative.json", "lanes/unix.json", "mine/kineto.json"]
