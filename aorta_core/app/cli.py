@@ -282,9 +282,10 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
     if not _trial_or_sweep(path):
         return 2
     trials = trial_dirs(path)
-    if ns.output and (path / "cells").is_dir():
-        error_line(f"--output names one file, but {path} is a sweep; each trial gets its own "
-                   "trial_NNN/timeline.json, so leave --output out")
+    if ns.output and trials != [path]:
+        error_line(f"--output names one file, but {path} is a sweep's or a cell's folder "
+                   f"({len(trials)} trial(s)); each trial gets its own trial_NNN/timeline.json: "
+                   "leave --output out, or give one trial's folder")
         return 2
     selection = Selection(ns.ranks, ns.steps, ns.window)
     written = 0
@@ -387,7 +388,8 @@ def _add_timeline_parser(sub) -> None:
     parse_ints, parse_window = _timeline_value("parse_ints"), _timeline_value("parse_window")
     t = sub.add_parser("timeline", help="merge a trial's traces into one Perfetto/chrome "
                                         "trace (every trial of a sweep output)")
-    t.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
+    t.add_argument("path", help="a trial folder (.../trial_NNN), a cell's, a sweep's output, "
+                                "or a folder of Kineto traces")
     t.add_argument("--output", help="the file to write for one trial (default "
                                     "<trial>/timeline.json; .json.gz compresses)")
     t.add_argument("--ranks", type=parse_ints, help="ranks to keep, e.g. 0,1 or 0-3")
@@ -404,7 +406,8 @@ def _add_diagnose_parser(sub) -> None:
                                         "stragglers and findings, into <trial>/diagnosis.json")
     from aorta_core.reports.straggler_thresholds import MIN_EXCESS_MS, MIN_EXCESS_PCT
 
-    d.add_argument("path", help="a trial folder (.../trial_NNN) or a sweep's output")
+    d.add_argument("path", help="a trial folder (.../trial_NNN), a cell's, a sweep's output, "
+                                "or a folder of Kineto traces")
     d.add_argument("--min-excess-ms", type=float, default=MIN_EXCESS_MS,
                    help=f"a straggler is this many ms/step slower at least ({MIN_EXCESS_MS:g})")
     d.add_argument("--min-excess-pct", type=float, default=MIN_EXCESS_PCT,

@@ -556,10 +556,11 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
 
 
 def trial_dirs(path: Path) -> list[Path]:
-    """A sweep output's trial folders (``cells/*/trial_*``), or ``[path]`` for one trial."""
+    """A sweep output's trial folders (``cells/*/trial_*``), a cell folder's (``trial_*`` with
+    a record), or ``[path]`` for one trial or a folder of traces."""
     if (path / "cells").is_dir():
         return sorted(p for p in path.glob("cells/*/trial_*") if p.is_dir())
-    return [path]
+    return sorted(p for p in path.glob("trial_*") if (p / RECORD_NAME).is_file()) or [path]
 
 
 def timeline_step(cell: Cell) -> Callable[[Path, Mapping[str, Any]], None] | None:

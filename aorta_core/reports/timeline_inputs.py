@@ -29,6 +29,7 @@ from aorta_core.api.files import open_limited
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
+from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
 
 Warn = Callable[[str], None]
@@ -97,8 +98,9 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path]) -> list[Trace]:
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
     found = []
     for folder, dirs, files in os.walk(trial):  # links to folders are not followed
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if here / d not in claimed)
+        here = Path(folder)  # another trial inside is not this one's
+        dirs[:] = sorted(d for d in dirs
+                         if here / d not in claimed and not (here / d / RECORD_NAME).is_file())
         found += [_kineto_trace(path) for path in _regular(here / name for name in files
                                                             if name.endswith((".json", ".json.gz")))
                   if _begins_as_kineto(path, trial)]

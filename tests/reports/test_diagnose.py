@@ -244,6 +244,10 @@ def test_any_payload_a_script_that_profiles_itself(tmp_path):
     assert found["steps"] == [2, 3, 4, 5, 6]
     assert all(s.startswith("profile/") for r in found["ranks"].values()
                for s in r["sources"])
+    # the cell's folder given: its trials, each on its own (never one mixed diagnosis of them)
+    cell = aorta("diagnose", str(path.parents[1]), "--json", cwd=tmp_path, check=False)
+    assert cell.returncode == 0, cell.stderr
+    assert [d["trial"] for d in json.loads(cell.stdout)] == [found["trial"]]
     assert [s["rank"] for s in found["stragglers"]] == [1], found["stragglers"]
     straggler = found["stragglers"][0]
     assert straggler["category"] == "host"

@@ -315,6 +315,9 @@ def test_bad_inputs_are_one_line_each(gloo_trial, tmp_path):
     sweep = gloo_trial.parents[2]
     both = aorta("timeline", str(sweep), "--output", "x.json", cwd=tmp_path, check=False)
     assert both.returncode == 2 and "--output names one file" in both.stderr
+    cell = aorta("timeline", str(gloo_trial.parent), "--output", "x.json", cwd=tmp_path,
+                 check=False)
+    assert cell.returncode == 2 and "a sweep's or a cell's folder (1 trial(s))" in cell.stderr
     bad = aorta("timeline", str(trial), "--window", "9:3", cwd=tmp_path, check=False)
     assert bad.returncode == 2 and "START <= END" in bad.stderr
 
