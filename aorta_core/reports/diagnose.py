@@ -122,6 +122,20 @@ class _Trace:
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
+    def rescale(self, rate: float) -> None:
+        """Every time divided by ``rate`` (the trace's µs per wall-clock µs), about the first
+        step's start: a trace whose clock ran ``rate`` times too fast, measured back."""
+        origin = min(a for a, _ in self.steps.values())
+
+        def at(t: float) -> float:
+            return origin + (t - origin) / rate
+        self.steps = {n: (at(a), at(b)) for n, (a, b) in self.steps.items()}
+        self.collectives = [(name, at(ts), dur / rate) for name, ts, dur in self.collectives]
+        for step in self.breakdown.values():
+            step.parts = {k: v / rate for k, v in step.parts.items()}
+            step.exposed = origin + (step.exposed - origin) / rate
+            step.longest_host = (step.longest_host[0] / rate, step.longest_host[1])
+
 
 def _pairs(spans: list[tuple[float, float]]) -> np.ndarray:
     if not spans:
@@ -619,11 +633,10 @@ def _findings(means: Mapping[int, Mapping[str, float]],
 
 # --- trials ----------------------------------------------------------------------------------
 
-def _injected(inputs: Mapping[int, RankInputs], steps: list[int], warn: Warn
-              ) -> dict[str, dict[str, float]]:
-    """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
-    diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
-    out = {}
+def _telemetry(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[int, list[dict]]:
+    """The benchmark's JSONL lines per rank, where it wrote them (lines that are no JSON
+    object are passed over)."""
+    out: dict[int, list[dict]] = {}
     for rank, found in sorted(inputs.items()):
         if found.jsonl is None:
             continue
@@ -632,14 +645,28 @@ def _injected(inputs: Mapping[int, RankInputs], steps: list[int], warn: Warn
         except (OSError, FileRefused) as exc:
             warn(f"{found.jsonl}: skipped ({exception_line(exc)})")
             continue
-        totals: dict[str, list[float]] = defaultdict(list)
-        diagnosed: dict[str, list[float]] = defaultdict(list)
+        rows = []
         for line in lines:
             try:
                 row = msgspec.json.decode(line) if line.strip() else None
-                value = row.get("injected_ms") if row else None
-            except (msgspec.DecodeError, AttributeError):
+            except msgspec.DecodeError:
                 continue
+            if isinstance(row, dict):
+                rows.append(row)
+        out[rank] = rows
+    return out
+
+
+def _injected(telemetry: Mapping[int, list[dict]], steps: list[int]
+              ) -> dict[str, dict[str, float]]:
+    """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
+    diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
+    out = {}
+    for rank, rows in telemetry.items():
+        totals: dict[str, list[float]] = defaultdict(list)
+        diagnosed: dict[str, list[float]] = defaultdict(list)
+        for row in rows:
+            value = row.get("injected_ms")
             if isinstance(value, dict):
                 for k, v in value.items():
                     if isinstance(v, int | float):
@@ -649,6 +676,46 @@ def _injected(inputs: Mapping[int, RankInputs], steps: list[int], warn: Warn
         totals = diagnosed or totals
         if totals:
             out[str(rank)] = {k: _round(_mean(v)) for k, v in totals.items()}
+    return out
+
+
+#: How far a trace's clock may run from the wall clock's rate before its times are measured
+#: back (the two stamps of a step start lie within about a millisecond of each other).
+CLOCK_RATE_TOLERANCE = 0.1
+#: The shortest wall-clock span between two step starts that the rate is measured over.
+_MIN_RATE_SPAN_MS = 20.0
+
+
+def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[dict]],
+                    warn: Warn) -> dict[str, dict[str, Any]]:
+    """Each rank's Kineto clock held against the benchmark's wall clock: ``ProfilerStep#N``
+    starts where the benchmark's iteration ``global_step == N`` starts. torch's profiler turns
+    its CPU clock into Unix time with a rate it measures itself, and was seen to get it 5x
+    wrong (torch 2.13, a loaded CPU host: every duration 5x too long). A rank whose steps run
+    at another rate than the wall clock's is measured back, said in one line and in
+    ``clock_corrections``."""
+    out: dict[str, dict[str, Any]] = {}
+    for rank, trace in traces.items():
+        wall = {row["global_step"]: row["time_start_unix_ns"] / 1e3
+                for row in telemetry.get(rank, ())
+                if isinstance(row.get("global_step"), int)
+                and isinstance(row.get("time_start_unix_ns"), int)}
+        common = sorted(set(wall) & set(trace.steps))
+        if len(common) < 2:
+            continue
+        first, last = common[0], common[-1]
+        wall_us = wall[last] - wall[first]
+        if wall_us < _MIN_RATE_SPAN_MS * 1e3:
+            continue
+        rate = (trace.steps[last][0] - trace.steps[first][0]) / wall_us
+        if abs(rate - 1) <= CLOCK_RATE_TOLERANCE:
+            continue
+        trace.rescale(rate)
+        out[str(rank)] = {"rate": round(rate, 4), "steps": [first, last]}
+        warn(f"rank {rank}: its Kineto trace's clock ran {rate:.2f}x the wall clock "
+             f"(ProfilerStep#{first} to #{last}: {rate * wall_us / 1e3:.1f} ms, the "
+             f"benchmark's own stamps: {wall_us / 1e3:.1f} ms; torch's profiler misjudged "
+             f"its clock); its times are divided by {rate:.2f}")
     return out
 
 
@@ -681,13 +748,16 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
     if missing:
         note(f"{_ranks_text(missing)} had no profiled steps; the diagnosis covers "
              f"{_ranks_text(sorted(traces))}")
+    telemetry = _telemetry(inputs, note)
+    corrections = _correct_clocks(traces, telemetry, note)
     result = analyse(traces, min_excess_ms, min_excess_pct)
     if not result["steps"]:
         note("the ranks' traces share no ProfilerStep number; nothing to compare")
     return {"schema_version": SCHEMA_VERSION, "trial": str(trial.resolve()),
             "definitions": "docs/diagnose.md",
             "thresholds": {"min_excess_ms": min_excess_ms, "min_excess_pct": min_excess_pct},
-            **result, "injected": _injected(inputs, result["steps"], note), "warnings": notes}
+            **result, "injected": _injected(telemetry, result["steps"]),
+            "clock_corrections": corrections, "warnings": notes}
 
 
 def write_diagnosis(trial: Path, record: Mapping[str, Any] | None = None,

@@ -27,6 +27,7 @@ from aorta_core.reports.diagnose import PARTS
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
 COMPILED_TRACES = Path(__file__).parent / "fixtures" / "compiled_cpu"
+CLOCK_5X = Path(__file__).parent / "fixtures" / "kineto_clock_5x"
 PROFILES_ITSELF = (Path(__file__).resolve().parents[2] / "examples" / "diagnose"
                    / "train_profiled.py")
 H200_TRACE = (Path(__file__).resolve().parents[2] / "plugins" / "aorta_torchprof" / "tests"
@@ -82,6 +83,7 @@ def test_nothing_injected_names_no_straggler(baseline):
     assert baseline["stragglers"] == []
     assert all(f["rank"] is None for f in baseline["findings"])
     assert baseline["injected"] == {}
+    assert baseline["clock_corrections"] == {}
     means = [r["mean"] for r in baseline["ranks"].values()]
     assert all(m["compute_ms"] > 0 and m["comm_exposed_ms"] > 0 for m in means)
 
@@ -300,6 +302,27 @@ def test_compiled_kernels_on_the_cpu_are_compute(tmp_path):
     assert straggler["category"] == "compute", straggler
     assert _close(straggler["by_category_ms"]["compute"], truth), (straggler, truth)
     assert straggler["waiting_ranks"] == [0]
+
+
+def test_a_kineto_clock_that_ran_fast_is_measured_back(tmp_path):
+    """Real traces whose Kineto clock ran 4.98x the wall clock (fixtures/PROVENANCE.md): the
+    benchmark's own stamps of the same step starts measure it back, so the delayed collective
+    is found at its 100 ms, not at 500, and the correction is said."""
+    trial = tmp_path / "trial"
+    shutil.copytree(CLOCK_5X, trial)
+    done = aorta("diagnose", str(trial), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    (found,) = json.loads(done.stdout)
+    assert sorted(found["clock_corrections"]) == ["0", "1"]
+    assert all(c["rate"] == pytest.approx(4.98, abs=0.01)
+               for c in found["clock_corrections"].values())
+    assert "rank 1: its Kineto trace's clock ran 4.98x the wall clock" in done.stderr
+    _check_sums(found)
+    (straggler,) = found["stragglers"]
+    assert (straggler["rank"], straggler["category"]) == (1, "host")
+    assert _close(straggler["excess_ms_per_step"], found["injected"]["1"]["collective"])
+    step = found["ranks"]["1"]["steps"][0]["step_ms"]
+    assert step == pytest.approx(109, abs=5)  # the JSONL's step_time_ms: 108.6-109.3
 
 
 def test_odd_events_cost_nothing_but_themselves(tmp_path):
