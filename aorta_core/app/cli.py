@@ -270,8 +270,8 @@ def cmd_agree(ns: argparse.Namespace) -> int:
 def _trial_or_sweep(path: Path) -> bool:
     """Whether ``path`` can be a trial folder or a sweep's output; says why not."""
     if not path.is_dir():
-        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN) or a sweep's "
-                   "output")
+        error_line(f"{path} is not a folder; pass a trial folder (.../trial_NNN), a cell's, a "
+                   "sweep's output or a folder of Kineto traces")
     return path.is_dir()
 
 

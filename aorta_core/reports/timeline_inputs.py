@@ -84,15 +84,17 @@ _KINETO_HEAD = re.compile(rb'\s*\{\s*"schemaVersion"\s*:')
 
 
 def _begins_as_kineto(path: Path, trial: Path) -> bool:
+    """Whether the file starts as a Kineto trace; one that cannot be read is taken for one, so
+    that its reader says why (too big, a broken .gz) instead of its silently missing."""
     try:
         with open_limited(path, trial) as fh:
             head = fh.read(256)
     except (OSError, EOFError, zlib.error):
-        return False  # unreadable: not ours to explain here
+        return True
     return _KINETO_HEAD.match(head.removeprefix(BOM)) is not None
 
 
-def _unclaimed_kineto(trial: Path, claimed: set[Path]) -> list[Trace]:
+def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace]:
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
     profiler's, and each collector's that ran): what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
@@ -101,8 +103,11 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path]) -> list[Trace]:
         here = Path(folder)  # another trial inside is not this one's
         dirs[:] = sorted(d for d in dirs
                          if here / d not in claimed and not (here / d / RECORD_NAME).is_file())
-        found += [_kineto_trace(path) for path in _regular(here / name for name in files
-                                                            if name.endswith((".json", ".json.gz")))
+        named = sorted(here / name for name in files if name.endswith((".json", ".json.gz")))
+        for path in named:
+            if path.is_symlink():
+                warn(f"{path}: skipped, a link (aorta reads no links: copy the file there)")
+        found += [_kineto_trace(path) for path in _regular(named)
                   if _begins_as_kineto(path, trial)]
     return found
 
@@ -122,7 +127,7 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
                                                FIRST_COLLECTOR_POSITION):
         traces += [Trace(name, name, position, source) for source in sources]
         claimed.add(trial / name)
-    traces += _unclaimed_kineto(trial, claimed)
+    traces += _unclaimed_kineto(trial, claimed, warn)
     seen: set[Path] = set()
     for trace in traces:
         path = trace.source.path

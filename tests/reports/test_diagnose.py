@@ -285,6 +285,22 @@ def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
     assert json.loads(again.stdout)[0]["ranks"] == found["ranks"]
 
 
+def test_a_folder_of_traces_says_what_it_skips(tmp_path):
+    """A link and a cut .gz among the traces of a folder cost one line each, never silence."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    good, other = sorted(HTA_TRACES.iterdir())
+    shutil.copy(good, folder)
+    (folder / "rank1.json.gz").symlink_to(other)
+    (folder / "cut_rank-1.json.gz").write_bytes(other.read_bytes()[:50_000])
+    done = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{folder}/rank1.json.gz: skipped, a link (aorta reads no links" in done.stderr
+    assert f"{folder}/cut_rank-1.json.gz: skipped, unreadable" in done.stderr
+    assert "rank 1 had no profiled steps; the diagnosis covers rank 0" in done.stderr
+    assert list(json.loads(done.stdout)[0]["ranks"]) == ["0"]
+
+
 def test_compiled_kernels_on_the_cpu_are_compute(tmp_path):
     """Real traces (fixtures/compiled_cpu/capture.py): rank 1 runs a torch.compile'd function
     each step, whose fused C++ kernels make no op events; its time is found as compute, about as
