@@ -17,6 +17,7 @@ analysis reads the same fact as "late-starting communication kernels").
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import statistics
@@ -34,6 +35,7 @@ from aorta_core.api.files import FileRefused, read_limited, write_atomic
 from aorta_core.api.intervals import merge
 from aorta_core.api.oneline import exception_line
 from aorta_core.api.parallel import decoded_bytes, parallel_map
+from aorta_core.benchmark.markers import ITERATION_MARKER
 from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
@@ -117,6 +119,8 @@ class _Trace:
 
     device: bool = False
     steps: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: The benchmark's ``aorta.iteration#N`` starts, where the trace has them.
+    iterations: dict[int, float] = field(default_factory=dict)
     breakdown: dict[int, _Step] = field(default_factory=dict)
     #: Collective executions, by start: (name, ts, dur).
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
@@ -130,6 +134,7 @@ class _Trace:
         def at(t: float) -> float:
             return origin + (t - origin) / rate
         self.steps = {n: (at(a), at(b)) for n, (a, b) in self.steps.items()}
+        self.iterations = {n: at(t) for n, t in self.iterations.items()}
         self.collectives = [(name, at(ts), dur / rate) for name, ts, dur in self.collectives]
         for step in self.breakdown.values():
             step.parts = {k: v / rate for k, v in step.parts.items()}
@@ -210,6 +215,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
             continue
         files.append(found)
         out.steps.update(found.steps)
+        out.iterations.update(found.iterations)
         out.device = out.device or found.device
         out.collectives += found.collectives
         out.sources.append(str(path.relative_to(root)) if path.is_relative_to(root)
@@ -296,6 +302,7 @@ class _OneFile:
 
     device: bool
     steps: dict[int, tuple[float, float]]
+    iterations: dict[int, float]
     compute: np.ndarray
     comm: np.ndarray
     other: np.ndarray
@@ -309,6 +316,7 @@ class _OneFile:
 # What a name is, decided once per (name, category): names repeat thousands of times.
 _OTHER, _STEP_RANGE, _COMM_RANGE, _COLLECTIVE_RANGE, _DATA_RANGE, _OP = range(6)
 _KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER = range(6, 9)
+_ITERATION_RANGE = 9
 
 
 def _kind(name: str, cat: str) -> int:
@@ -326,6 +334,8 @@ def _kind(name: str, cat: str) -> int:
         return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
     if _DATA.search(name):
         return _DATA_RANGE
+    if name.startswith(ITERATION_MARKER):
+        return _ITERATION_RANGE
     if _COMPILED_GRAPH.match(name) or (cat == "cpu_op" and _DISPATCHER.match(name)):
         return _OP
     return _OTHER
@@ -375,11 +385,16 @@ def _read_one(col: _Columns, seen: Mapping[int, Any]) -> _OneFile | None:
     if not steps or all(n in seen for n in steps):
         return None
     on_steps = col.ok & col.cpu & ~step & np.isin(col.thread, col.thread[step])
+    marked = col.of(_ITERATION_RANGE)
+    iterations = {}
+    for name, start in zip(col.names(marked), col.ts[marked].tolist(), strict=True):
+        with contextlib.suppress(ValueError):  # a name of ours with no number after it
+            iterations[int(name[len(ITERATION_MARKER):])] = start
     data = col.spans(col.of(_DATA_RANGE))
     starts, names = col.ts[on_steps], col.names(on_steps)
     kernels = col.of(_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER)
     if kernels.any():
-        return _OneFile(True, steps, col.spans(col.of(_KERNEL_COMPUTE)),
+        return _OneFile(True, steps, iterations, col.spans(col.of(_KERNEL_COMPUTE)),
                         col.spans(col.of(_KERNEL_COMM)), col.spans(col.of(_KERNEL_OTHER)), data,
                         col.timed(col.of(_KERNEL_COMM)), starts, names)
     # an op inside a collective (gloo's copies) or the data step of its thread is not compute
@@ -393,8 +408,8 @@ def _read_one(col: _Columns, seen: Mapping[int, Any]) -> _OneFile | None:
     # without execution ranges (older torch) a collective is its c10d op
     collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
         col.of(_COMM_RANGE) & col.c10d)
-    return _OneFile(False, steps, col.spans(op & ~away), col.spans(comm), np.empty((2, 0)),
-                    data, collectives, starts, names)
+    return _OneFile(False, steps, iterations, col.spans(op & ~away), col.spans(comm),
+                    np.empty((2, 0)), data, collectives, starts, names)
 
 
 # --- the breakdown ---------------------------------------------------------------------------
@@ -688,8 +703,10 @@ _MIN_RATE_SPAN_MS = 20.0
 
 def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[dict]],
                     warn: Warn) -> dict[str, dict[str, Any]]:
-    """Each rank's Kineto clock held against the benchmark's wall clock: ``ProfilerStep#N``
-    starts where the benchmark's iteration ``global_step == N`` starts. torch's profiler turns
+    """Each rank's Kineto clock held against the benchmark's wall clock: the trace's
+    ``aorta.iteration#N`` range starts where the benchmark's stamp of iteration N is taken (the
+    timeline's clock check reads the same markers; ``ProfilerStep#N`` cannot serve, a profiler
+    stepped on the optimizer puts it inside iterations). torch's profiler turns
     its CPU clock into Unix time with a rate it measures itself, and was seen to get it 5x
     wrong (torch 2.13, a loaded CPU host: every duration 5x too long). A rank whose steps run
     at another rate than the wall clock's is measured back, said in one line and in
@@ -700,20 +717,20 @@ def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[d
                 for row in telemetry.get(rank, ())
                 if isinstance(row.get("global_step"), int)
                 and isinstance(row.get("time_start_unix_ns"), int)}
-        common = sorted(set(wall) & set(trace.steps))
+        common = sorted(set(wall) & set(trace.iterations))
         if len(common) < 2:
             continue
         first, last = common[0], common[-1]
         wall_us = wall[last] - wall[first]
         if wall_us < _MIN_RATE_SPAN_MS * 1e3:
             continue
-        rate = (trace.steps[last][0] - trace.steps[first][0]) / wall_us
+        rate = (trace.iterations[last] - trace.iterations[first]) / wall_us
         if abs(rate - 1) <= CLOCK_RATE_TOLERANCE:
             continue
         trace.rescale(rate)
         out[str(rank)] = {"rate": round(rate, 4), "steps": [first, last]}
         warn(f"rank {rank}: its Kineto trace's clock ran {rate:.2f}x the wall clock "
-             f"(ProfilerStep#{first} to #{last}: {rate * wall_us / 1e3:.1f} ms, the "
+             f"({ITERATION_MARKER}{first} to #{last}: {rate * wall_us / 1e3:.1f} ms, the "
              f"benchmark's own stamps: {wall_us / 1e3:.1f} ms; torch's profiler misjudged "
              f"its clock); its times are divided by {rate:.2f}")
     return out
