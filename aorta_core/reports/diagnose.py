@@ -40,6 +40,7 @@ from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
+from aorta_core.reports.clock_check import clock_rate
 from aorta_core.reports.straggler_thresholds import (
     FINDING_SHARE,
     MIN_EXCESS_MS,
@@ -694,45 +695,25 @@ def _injected(telemetry: Mapping[int, list[dict]], steps: list[int]
     return out
 
 
-#: How far a trace's clock may run from the wall clock's rate before its times are measured
-#: back (the two stamps of a step start lie within about a millisecond of each other).
-CLOCK_RATE_TOLERANCE = 0.1
-#: The shortest wall-clock span between two step starts that the rate is measured over.
-_MIN_RATE_SPAN_MS = 20.0
-
-
 def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[dict]],
                     warn: Warn) -> dict[str, dict[str, Any]]:
-    """Each rank's Kineto clock held against the benchmark's wall clock: the trace's
-    ``aorta.iteration#N`` range starts where the benchmark's stamp of iteration N is taken (the
-    timeline's clock check reads the same markers; ``ProfilerStep#N`` cannot serve, a profiler
-    stepped on the optimizer puts it inside iterations). torch's profiler turns
-    its CPU clock into Unix time with a rate it measures itself, and was seen to get it 5x
-    wrong (torch 2.13, a loaded CPU host: every duration 5x too long). A rank whose steps run
-    at another rate than the wall clock's is measured back, said in one line and in
-    ``clock_corrections``."""
+    """Each rank's Kineto clock held against the benchmark's wall clock by the rate of its
+    ``aorta.iteration#N`` starts (:func:`~aorta_core.reports.clock_check.clock_rate`, as the
+    timeline's clock check; ``ProfilerStep#N`` cannot serve, a profiler stepped on the optimizer
+    puts it inside iterations). A rank whose trace ran at another rate is measured back, said in
+    one line and in ``clock_corrections``."""
     out: dict[str, dict[str, Any]] = {}
     for rank, trace in traces.items():
-        wall = {row["global_step"]: row["time_start_unix_ns"] / 1e3
+        wall = {row["global_step"]: row["time_start_unix_ns"]
                 for row in telemetry.get(rank, ())
                 if isinstance(row.get("global_step"), int)
                 and isinstance(row.get("time_start_unix_ns"), int)}
-        common = sorted(set(wall) & set(trace.iterations))
-        if len(common) < 2:
+        rate = clock_rate({n: t * 1e3 for n, t in trace.iterations.items()}, wall)
+        if rate is None or not rate.off:
             continue
-        first, last = common[0], common[-1]
-        wall_us = wall[last] - wall[first]
-        if wall_us < _MIN_RATE_SPAN_MS * 1e3:
-            continue
-        rate = (trace.iterations[last] - trace.iterations[first]) / wall_us
-        if abs(rate - 1) <= CLOCK_RATE_TOLERANCE:
-            continue
-        trace.rescale(rate)
-        out[str(rank)] = {"rate": round(rate, 4), "steps": [first, last]}
-        warn(f"rank {rank}: its Kineto trace's clock ran {rate:.2f}x the wall clock "
-             f"({ITERATION_MARKER}{first} to #{last}: {rate * wall_us / 1e3:.1f} ms, the "
-             f"benchmark's own stamps: {wall_us / 1e3:.1f} ms; torch's profiler misjudged "
-             f"its clock); its times are divided by {rate:.2f}")
+        trace.rescale(rate.rate)
+        out[str(rank)] = {"rate": round(rate.rate, 4), "steps": [rate.first, rate.last]}
+        warn(f"rank {rank}: its Kineto trace's {rate.describe()}")
     return out
 
 

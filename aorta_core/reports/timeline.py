@@ -455,7 +455,8 @@ def _read_traces(m: _Merge, traces: list[Trace]) -> list[tuple[Trace, TraceDoc]]
 def _checked(m: _Merge, rank: int, trace: Trace, doc: TraceDoc, iterations: list[RankRecord]
              ) -> ClockCheck | None:
     """A Unix-clock trace checked against the benchmark's iterations (when both have them):
-    listed in ``otherData.clock_checks``, a failed check warned in one line."""
+    listed in ``otherData.clock_checks``, a failed check warned in one line; a trace whose clock
+    ran at another rate leaves measured back."""
     check = check_clock(doc, iterations, trace.source.error_bound_ms, rank,
                         str(trace.source.path.relative_to(m.trial)))
     if check is not None:
@@ -470,13 +471,13 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
     traces = _read_traces(m, inputs.traces)
     unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]
     iterations = _iterations(inputs.jsonl, m.warn) if inputs.jsonl else []
+    checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
     if m.origin is None:
         firsts = [(first, trace.label) for trace, doc in unix
                   if (first := min(_unix_ns(doc), default=None)) is not None]
         if firsts:
             m.origin, label = min(firsts)
             m.origin_from = f"first {label} event of rank {rank}"
-    checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
     steps = [s for _, doc in unix
              for s in _profiler_steps(doc, checks[id(doc)].shift_ns if checks[id(doc)] else 0)]
     windows = m.windows(iterations, steps)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
+#: Real 2-rank traces whose Kineto clock ran 4.98x the wall clock (PROVENANCE.md).
+CLOCK_5X = FIXTURES / "kineto_clock_5x"
 H200_JSONL = REPO / "bench/gpu_evidence/h200-2026-12-02/benchmark/telemetry_run.jsonl"
 HATCHET = REPO / "plugins/aorta_proton/tests/fixtures/tritonbench_softmax_h100.hatchet"
 

@@ -20,14 +20,13 @@ from pathlib import Path
 
 import pytest
 from needs import NO_GPU, needs
-from reports.report_helpers import aorta
+from reports.report_helpers import CLOCK_5X, aorta
 
 from aorta_core.reports.diagnose import PARTS
 
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
 HTA_TRACES = Path(__file__).parent / "fixtures" / "hta_trace_filter"
 COMPILED_TRACES = Path(__file__).parent / "fixtures" / "compiled_cpu"
-CLOCK_5X = Path(__file__).parent / "fixtures" / "kineto_clock_5x"
 PROFILES_ITSELF = (Path(__file__).resolve().parents[2] / "examples" / "diagnose"
                    / "train_profiled.py")
 H200_TRACE = (Path(__file__).resolve().parents[2] / "plugins" / "aorta_torchprof" / "tests"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from needs import needs
-from reports.report_helpers import aorta
+from reports.report_helpers import CLOCK_5X, aorta
 
 from aorta_core.reports.timeline import Selection, build_timeline, write_trial_timeline
 
@@ -131,27 +131,77 @@ def _inside(inner: dict, outer: dict, tolerance_us: float) -> bool:
             and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + tolerance_us)
 
 
+def _check(doc: dict, rank: int) -> dict:
+    return next(c for c in doc["otherData"]["clock_checks"] if c["rank"] == rank)
+
+
+def _assert_placed_by_markers(doc: dict, kind: str, steps: int) -> None:
+    """Each rank's aorta.iteration#N markers lie inside its benchmark iteration slices, to within
+    the bound the merge states for the trace, and the profiled iterations have their markers."""
+    for rank, evs in _by_rank(doc).items():
+        source = next(s for s in doc["otherData"]["sources"]
+                      if s["rank"] == rank and s["kind"] == kind)
+        markers, iterations = _markers(evs), _iteration_slices(evs)
+        assert len(iterations) == steps and len(markers) >= 3
+        tolerance = source["error_bound_ms"] * 1000
+        assert all(_inside(markers[n], iterations[n], tolerance) for n in markers)
+
+
 @TORCHPROF
 def test_the_iteration_markers_confirm_the_clock(gloo_trial, tmp_path):
     """The benchmark runs iteration N inside record_function("aorta.iteration#N") between its
-    two time.time_ns() stamps: in the merged file each marker lies inside its iteration slice,
-    and the check confirms torchprof's declared bound (so nothing is shifted)."""
+    two time.time_ns() stamps: in the merged file each marker lies inside its iteration slice.
+    On a good Kineto clock the check confirms torchprof's declared bound and shifts nothing; a
+    clock torch misjudged (seen here: 5x, on a loaded host) is measured back and said."""
     doc = _load(build_timeline(_copy(gloo_trial, tmp_path)).path)
-    bounds = {s["error_bound_ms"] for s in doc["otherData"]["sources"] if s["kind"] == "torchprof"}
-    assert bounds == {0.005}  # what torchprof states for Kineto's clock
-    tolerance = bounds.pop() * 1000
+    _assert_placed_by_markers(doc, "torchprof", STEPS)
     for rank, evs in _by_rank(doc).items():
-        markers, iterations = _markers(evs), _iteration_slices(evs)
-        assert len(iterations) == STEPS and sorted(markers) == [2, 3, 4]  # the profiled ones
-        assert all(_inside(markers[n], iterations[n], tolerance) for n in markers)
+        assert sorted(_markers(evs)) == [2, 3, 4]  # the profiled ones
+        check = _check(doc, rank)
+        assert check["markers"] == 3
+        if check["rescaled_about_unix_ns"] is not None:  # torch's clock ran at another rate
+            assert abs(check["clock_rate"] - 1) > 0.1 and check["verdict"] == "corrected"
+            continue
+        assert check["clock_rate"] == pytest.approx(1, abs=0.1)
+        source = next(s for s in doc["otherData"]["sources"]
+                      if s["rank"] == rank and s["kind"] == "torchprof")
+        assert source["error_bound_ms"] == 0.005  # what torchprof states for Kineto's clock
+        iterations = _iteration_slices(evs)
         steps = {int(e["name"].split("#")[1]): e for e in evs
                  if e["name"].startswith("ProfilerStep#") and e.get("cat") == "user_annotation"}
         # step_on=manual: the benchmark steps the profiler after each iteration's line
-        assert all(_inside(iterations[n], steps[n], tolerance) for n in steps)
-        check = next(c for c in doc["otherData"]["clock_checks"] if c["rank"] == rank)
+        assert all(_inside(iterations[n], steps[n], 5.0) for n in steps)
         low, high = check["kineto_minus_wall_ms"]
-        assert check["markers"] == 3 and check["verdict"] == "confirmed"
-        assert low <= high and low <= 0.005 and high >= -0.005 and check["shift_ms"] == 0
+        assert check["verdict"] == "confirmed" and check["shift_ms"] == 0
+        assert low <= high and low <= 0.005 and high >= -0.005
+
+
+def test_a_clock_that_ran_5x_is_measured_back(tmp_path):
+    """Real traces whose Kineto clock ran 4.98x the wall clock (torch 2.13, loaded 2-core host):
+    no offset fits them as written; divided by the rate their iteration markers measure, every
+    marker lies in its iteration and each step's ops take the step's wall time."""
+    trial = tmp_path / "trial"
+    shutil.copytree(CLOCK_5X, trial)
+    warned: list[str] = []
+    doc = _load(build_timeline(trial, warn=warned.append).path)
+    assert len(warned) == 2
+    for rank, line in enumerate(warned):
+        assert line.startswith(f"rank {rank}: benchmark/torch_profiler/rank{rank}/")
+        assert "its clock ran 4.98x the wall clock (aorta.iteration#2 to #4: " in line
+        assert "its times are divided by 4.98; its clock is " in line and "shifted by" in line
+        check = _check(doc, rank)
+        assert check["verdict"] == "corrected"
+        assert check["clock_rate"] == pytest.approx(4.98, abs=0.01)
+        low, high = check["kineto_minus_wall_ms"]
+        assert 0 <= high - low < 0.05  # one offset fits all three markers once measured back
+    _assert_placed_by_markers(doc, "kineto", 8)
+    for evs in _by_rank(doc).values():
+        iterations = _iteration_slices(evs)
+        marked = [e for e in evs if e["name"].startswith("aorta.iteration#")
+                  and e.get("cat") == "user_annotation"]
+        for marker in marked:  # the slice and its marker: within a ms, not 5x apart
+            it = iterations[int(marker["name"].split("#")[1])]
+            assert marker["dur"] == pytest.approx(it["dur"], abs=1000)
 
 
 def _shift_marker_file(trial: Path, rank: int, delta_us: float, only: str | None = None) -> None:
@@ -167,18 +217,23 @@ def _shift_marker_file(trial: Path, rank: int, delta_us: float, only: str | None
 
 @TORCHPROF
 def test_a_trace_whose_clock_is_off_is_corrected_and_said(gloo_trial, tmp_path):
+    """Rank 0's Kineto clock 40 ms ahead is shifted back by 40 ms more than the capture as it
+    came needs (nothing on a good clock), rank 1's that jumped once is left unshifted; one line
+    each."""
     trial = _copy(gloo_trial, tmp_path)
+    as_captured = _load(build_timeline(trial, tmp_path / "as_captured.json").path)
     _shift_marker_file(trial, 0, 40_000.0)  # rank 0's Kineto clock 40 ms ahead
     _shift_marker_file(trial, 1, 25_000.0, only="aorta.iteration#3")  # rank 1's jumps once
     warned: list[str] = []
     doc = _load(build_timeline(trial, warn=warned.append).path)
     checks = {c["rank"]: c for c in doc["otherData"]["clock_checks"]}
     assert checks[0]["verdict"] == "corrected" and checks[1]["verdict"] == "inconsistent"
-    assert 39.9 <= -checks[0]["shift_ms"] <= 40.1
+    assert 39.9 <= _check(as_captured, 0)["shift_ms"] - checks[0]["shift_ms"] <= 40.1
     assert len(warned) == 2
-    assert warned[0].startswith("rank 0: torchprof/rank0.") and "shifted by -40.0" in warned[0]
+    assert warned[0].startswith("rank 0: torchprof/rank0.")
+    assert f"shifted by {checks[0]['shift_ms']:.3f} ms" in warned[0]
     assert warned[1].startswith("rank 1: torchprof/rank1.") and "no single clock offset" in \
-        warned[1] and warned[1].endswith("not corrected")
+        warned[1] and warned[1].endswith("placed by its own clock, not shifted")
     source = next(s for s in doc["otherData"]["sources"]
                   if s["rank"] == 0 and s["kind"] == "torchprof")
     assert source["clock_check"] == "corrected" and source["error_bound_ms"] < 1.0
@@ -188,17 +243,15 @@ def test_a_trace_whose_clock_is_off_is_corrected_and_said(gloo_trial, tmp_path):
     assert all(_inside(markers[n], iterations[n], tolerance) for n in markers)
 
 
-def _abs_events(trial: Path, rank: int, origin: int) -> list[tuple[float, float]]:
-    """Every input event's [start, end] in output µs, from the files themselves."""
-    trace = _inputs(trial, rank)[0]
-    base = trace["baseTimeNanoseconds"]
-    out = [((base - origin) / 1000 + e["ts"], (base - origin) / 1000 + e["ts"] + e.get("dur", 0))
-           for e in trace["traceEvents"] if e.get("ph") != "M"]
-    return out
+def _kineto_spans(doc: dict, rank: int, name: str | None = None) -> list[tuple[float, float]]:
+    """[start, end] µs of the rank's merged torchprof events (or those named ``name``)."""
+    return [(e["ts"], e["ts"] + e.get("dur", 0)) for e in _by_rank(doc)[rank]
+            if e["kind"] == "torchprof" and (name is None or e["name"] == name)]
 
 
 @TORCHPROF
 def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
+    """Each selection keeps exactly the events of the full merge that overlap it."""
     trial = _copy(gloo_trial, tmp_path)
     full = _load(build_timeline(trial, tmp_path / "full.json").path)
     origin = full["otherData"]["origin_unix_ns"]
@@ -209,15 +262,12 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
 
     step = _load(build_timeline(trial, tmp_path / "s3.json", Selection(steps=frozenset({3}))).path)
     for rank, evs in _by_rank(step).items():
-        trace, iterations = _inputs(trial, rank)
-        base = trace["baseTimeNanoseconds"]
-        spans = [((base - origin) / 1000 + e["ts"], (base - origin) / 1000 + e["ts"] + e["dur"])
-                 for e in trace["traceEvents"] if e.get("name") == "ProfilerStep#3"]
-        it = next(i for i in iterations if i["global_step"] == 3)
+        spans = _kineto_spans(full, rank, "ProfilerStep#3")
+        it = next(i for i in _inputs(trial, rank)[1] if i["global_step"] == 3)
         spans.append(((it["time_start_unix_ns"] - origin) / 1000,
                       (it["time_end_unix_ns"] - origin) / 1000))
         low, high = min(a for a, _ in spans), max(b for _, b in spans)
-        wanted = [1 for a, b in _abs_events(trial, rank, origin) if a <= high and b >= low]
+        wanted = [1 for a, b in _kineto_spans(full, rank) if a <= high and b >= low]
         assert Counter(e["kind"] for e in evs)["torchprof"] == len(wanted)
         assert [e["name"] for e in evs if e["name"].startswith("iteration")] == ["iteration 3"]
         assert all(e["ts"] <= high + 1e-3 and e["ts"] + e.get("dur", 0) >= low - 1e-3
@@ -227,17 +277,17 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
     none = build_timeline(trial, tmp_path / "n.json",
                           Selection(steps=frozenset({99}), window_ms=(0, None)), warn=notes.append)
     assert none.events == {"benchmark": 0, "torchprof": 0}
-    assert notes == [f"rank {r}: nothing in the selection ({{'ranks': None, 'steps': [99], "
-                     f"'window_ms': [0, None]}})" for r in (0, 1)]
+    assert [n for n in notes if "nothing in the selection" in n] == [
+        f"rank {r}: nothing in the selection ({{'ranks': None, 'steps': [99], "
+        f"'window_ms': [0, None]}})" for r in (0, 1)]
 
-    steps = [e for e in _by_rank(full)[0] if e["name"] == "ProfilerStep#3"]
-    low = steps[0]["ts"] / 1000 + 1
+    low = _kineto_spans(full, 0, "ProfilerStep#3")[0][0] / 1000 + 1
     high = low + 2  # 2 ms inside step 3
     window = _load(build_timeline(trial, tmp_path / "w.json",
                                   Selection(window_ms=(low, high))).path)
     assert window["otherData"]["selection"]["window_ms"] == [low, high]
     for rank, evs in _by_rank(window).items():
-        wanted = [1 for a, b in _abs_events(trial, rank, origin)
+        wanted = [1 for a, b in _kineto_spans(full, rank)
                   if a <= high * 1000 and b >= low * 1000]
         assert Counter(e["kind"] for e in evs)["torchprof"] == len(wanted) > 0
         assert all(e["ts"] <= high * 1000 + 1e-3 and e["ts"] + e.get("dur", 0)
