@@ -34,6 +34,45 @@ def test_values_come_back_in_order_from_other_processes() -> None:
     assert [str(w.message).split(" (")[0] for w in caught] == ["three is odd"]
 
 
+_UNGUARDED = """\
+import os, parallel_tasks
+from aorta_core.api.parallel import parallel_map
+done = list(parallel_map(parallel_tasks.square, [2, 5, 7], workers=2))
+print([d.error for d in done], [d.value[0] for d in done if d.value],
+      bool({d.value[1] for d in done if d.value} - {os.getpid()}))
+"""
+_FN_IN_MAIN = """\
+import os
+from aorta_core.api.parallel import parallel_map
+def triple(n):
+    return n * 3, os.getpid()
+if __name__ == "__main__":
+    done = list(parallel_map(triple, [2, 5, 7], workers=2))
+    print([d.error for d in done], [d.value[0] for d in done if d.value],
+          bool({d.value[1] for d in done if d.value} - {os.getpid()}))
+"""
+
+
+@pytest.mark.parametrize(("how", "script", "values"), [
+    ("stdin", _UNGUARDED, [4, 25, 49]), ("file", _UNGUARDED, [4, 25, 49]),
+    ("file", _FN_IN_MAIN, [6, 15, 21])], ids=["stdin", "unguarded_file", "fn_in_main"])
+def test_the_callers_script_is_not_run_again_in_workers(how: str, script: str,
+                                                        values: list[int], tmp_path: Path):
+    """multiprocessing runs the main script again in each worker it starts: ``python - <<EOF``
+    (named ``<stdin>``, no file) and a script without a ``__main__`` guard killed every worker
+    (diagnose said 'its worker process died' for every rank). A script whose ``fn`` lives in it
+    still gets it."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "run.py").write_text(script)
+    argv = [sys.executable, "-"] if how == "stdin" else [sys.executable, "run.py"]
+    done = subprocess.run(argv, input=script if how == "stdin" else None, cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"[None, None, None] {values} {usable_cores() > 1}", \
+        done.stderr[-2000:]
+
+
 def test_one_worker_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(WORKERS_ENV, "1")
     assert {d.value[1] for d in parallel_map(parallel_tasks.square, range(3))} == {os.getpid()}

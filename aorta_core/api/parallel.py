@@ -29,6 +29,7 @@ import gc
 import os
 import resource
 import signal
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -152,16 +153,16 @@ def _run(fn: Callable[[Any], T], item: Any, environ: dict[str, str] | None = Non
 
 
 def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
-    """``forkserver`` where there is one, preloading ``fn``'s module (and, as by default, the
-    main module): the first pool starts the server, later workers fork from it with those
-    imports done (a few ms instead of ~0.2 s each)."""
+    """``forkserver`` where there is one, preloading ``fn``'s module (not, as by default, the
+    main script: :func:`_main_left_behind`): the first pool starts the server, later workers
+    fork from it with those imports done (a few ms instead of ~0.2 s each)."""
     import multiprocessing
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     module = getattr(getattr(fn, "func", fn), "__module__", None)
-    context.set_forkserver_preload(["__main__", *([module] if module else [])])
+    context.set_forkserver_preload([module] if module else [])
     return context
 
 
@@ -182,7 +183,7 @@ def prestart(*modules: str, min_cores: int = 3) -> None:
         return
     from multiprocessing import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(["__main__", *modules])
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
     forkserver.ensure_running()
 
 
@@ -224,6 +225,31 @@ def shared_workers() -> Iterator[None]:
     pool, _shared = _shared, _SHARED_OFF
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _from_main(fn: Callable[[Any], Any]) -> bool:
+    return getattr(getattr(fn, "func", fn), "__module__", None) == "__main__"
+
+
+@contextmanager
+def _main_left_behind(fn: Callable[[Any], Any]) -> Iterator[None]:
+    """Workers start without the caller's main script unless ``fn`` lives there.
+    multiprocessing runs the main script again in every worker it starts: one read from stdin
+    (``python - <<EOF``, named ``<stdin>``) cannot be opened, and one without an
+    ``if __name__ == "__main__"`` guard starts the map again, so every worker died; a guarded
+    one still repeats the script's imports (torch: seconds) in each. The script is hidden from
+    the workers while they start (inside ``submit``, in this thread)."""
+    main = sys.modules.get("__main__")
+    if main is None or _from_main(fn):
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None  # multiprocessing reads it, so it must be there
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
 
 
 def _new_pool(fn: Callable[[Any], Any], count: int) -> ProcessPoolExecutor:
@@ -306,7 +332,8 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
                 while pending and len(running) < count and (not running or free is None or sum(
                         needs[i] for i in running) + needs[pending[0]] <= free):
                     i = pending.pop(0)
-                    running[i] = pool.submit(_run, fn, items[i], environ)
+                    with _main_left_behind(fn):  # a worker starts inside submit
+                        running[i] = pool.submit(_run, fn, items[i], environ)
                 finished = _wait_one(running)
                 done[finished], caught = running[finished].result()  # raises if it died
                 del running[finished]
