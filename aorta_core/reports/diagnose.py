@@ -197,6 +197,10 @@ def read_ranks(paths: Mapping[int, list[Path]], root: Path, warn: Warn) -> dict[
     return out
 
 
+def _relative(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
     """One rank's intervals from its Kineto traces; ``None`` when none holds a ProfilerStep.
     A file whose steps another file of the rank already gave is skipped (two profilers of the
@@ -219,8 +223,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
         out.iterations.update(found.iterations)
         out.device = out.device or found.device
         out.collectives += found.collectives
-        out.sources.append(str(path.relative_to(root)) if path.is_relative_to(root)
-                           else str(path))
+        out.sources.append(_relative(path, root))
     if not out.steps:
         return None
     intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
@@ -739,7 +742,13 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
     traces = read_ranks({rank: [t.source.path for t in found.traces]
                          for rank, found in inputs.items()}, trial, note)
     if not traces:
-        warn(f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose; profile the "
+        read = [t.source.path for found in inputs.values() for t in found.traces]
+        warn(f"{trial}: its {len(read)} Kineto trace(s) ({_relative(read[0], trial)}"
+             f"{', ...' if len(read) > 1 else ''}) hold no ProfilerStep#N ranges to diagnose; "
+             "profile with a schedule (torch.profiler.profile(schedule=torch.profiler."
+             "schedule(...))) and call prof.step() once per training step, as "
+             "collector=torchprof does" if read else
+             f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose; profile the "
              "run (collector=torchprof, or the benchmark's profiling.enabled=true)")
         return None
     missing = sorted(set(inputs) - set(traces))

@@ -139,6 +139,31 @@ def test_the_cli_takes_a_sweep_and_refuses_what_is_none(tmp_path, baseline):
     assert done.returncode == 2 and "must be >= 0" in done.stderr
 
 
+def test_a_trace_profiled_without_a_schedule_is_named_with_the_fix(tmp_path):
+    """torch.profiler.profile without a schedule writes no ProfilerStep#N, even with
+    prof.step() (torch records steps only under a schedule): the line says so, not 'profile
+    the run', which it was."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import torch
+        from torch.profiler import profile, ProfilerActivity
+        x = torch.randn(64, 64)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(3):
+                x @ x
+                prof.step()
+        prof.export_chrome_trace({str(folder / "rank0.pt.trace.json")!r})
+        """)], env=_env(), check=True, capture_output=True, timeout=120)
+    done = aorta("diagnose", str(folder), cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (f"aorta: warning: {folder}: its 1 Kineto trace(s) (rank0.pt.trace.json) "
+                    "hold no ProfilerStep#N ranges to diagnose; profile with a schedule "
+                    "(torch.profiler.profile(schedule=torch.profiler.schedule(...))) and call "
+                    "prof.step() once per training step, as collector=torchprof does")
+
+
 TORCHPROF = needs("aorta_torchprof")
 
 
