@@ -68,14 +68,15 @@ class ClockRate:
 def clock_rate(trace_starts_ns: Mapping[int, float], wall_starts_ns: Mapping[int, int]
                ) -> ClockRate | None:
     """The rate of a trace's clock from the ``aorta.iteration#N`` starts it and the benchmark's
-    stamps share (``step -> ns``, each on its own clock); ``None`` with fewer than two or over
-    less than 20 ms of wall clock."""
+    stamps share (``step -> ns``, each on its own clock); ``None`` with fewer than two, over
+    less than 20 ms of wall clock, or where the trace's iterations do not move forward (a
+    broken trace: no rate would place it)."""
     common = sorted(set(trace_starts_ns) & set(wall_starts_ns))
     if len(common) < 2:
         return None
     first, last = common[0], common[-1]
     wall_ns = wall_starts_ns[last] - wall_starts_ns[first]
-    if wall_ns < _MIN_RATE_SPAN_NS:
+    if wall_ns < _MIN_RATE_SPAN_NS or trace_starts_ns[last] <= trace_starts_ns[first]:
         return None
     return ClockRate((trace_starts_ns[last] - trace_starts_ns[first]) / wall_ns, first, last,
                      wall_ns)

@@ -15,6 +15,7 @@ import pytest
 from needs import needs
 from reports.report_helpers import CLOCK_5X, aorta
 
+from aorta_core.reports.clock_check import clock_rate
 from aorta_core.reports.timeline import Selection, build_timeline, write_trial_timeline
 
 STEPS = 6
@@ -202,6 +203,28 @@ def test_a_clock_that_ran_5x_is_measured_back(tmp_path):
         for marker in marked:  # the slice and its marker: within a ms, not 5x apart
             it = iterations[int(marker["name"].split("#")[1])]
             assert marker["dur"] == pytest.approx(it["dur"], abs=1000)
+
+
+def test_a_clock_rate_needs_a_trace_that_moves_forward(tmp_path):
+    """The rate is measured over 20 ms of wall clock or more, and never from a trace whose
+    iterations stand still (no rate would place it: it is left to the offset check)."""
+    assert clock_rate({2: 0, 4: 5e8}, {2: 0, 4: 10**8}).rate == 5.0
+    assert clock_rate({2: 0, 4: 5e8}, {2: 0, 4: 10**7}) is None  # 10 ms: too short to tell
+    assert clock_rate({2: 7, 4: 7}, {2: 0, 4: 10**8}) is None
+    assert clock_rate({2: 0}, {2: 0}) is None
+    trial = tmp_path / "trial"
+    shutil.copytree(CLOCK_5X, trial)
+    path = next((trial / "benchmark" / "torch_profiler" / "rank0").glob("*.json.gz"))
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    for ev in doc["traceEvents"]:
+        if ev.get("name", "").startswith("aorta.iteration#"):
+            ev["ts"] = 1000.0  # every iteration at one instant
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    warned: list[str] = []
+    out = _load(build_timeline(trial, warn=warned.append).path)
+    check = _check(out, 0)
+    assert check["clock_rate"] is None and check["verdict"] == "inconsistent"
+    assert _check(out, 1)["verdict"] == "corrected"
 
 
 def _shift_marker_file(trial: Path, rank: int, delta_us: float, only: str | None = None) -> None:
