@@ -99,8 +99,8 @@ def test_a_timeline_that_fills_the_disk_is_one_line_and_leaves_no_part(small_dis
     done = run_aorta(["timeline", str(trial), "--output", str(small_disk / name)], cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        f"aorta: error: cannot write the timeline of {trial}: [Errno 28] No space left on "
-        "device")
+        f"aorta: error: cannot write the timeline of {trial} (No space left on device); free "
+        "space there (or give --output on another disk), then run it again")
     assert [p.name for p in small_disk.iterdir()] == ["filler"]
 
 

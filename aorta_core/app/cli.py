@@ -294,7 +294,11 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
             done = build_timeline(trial, Path(ns.output) if ns.output else None, selection,
                                   hook_timeout_s=ns.hook_timeout)
         except OSError as exc:
-            error_line(f"cannot write the timeline of {trial}: {exc}")
+            from aorta_core.api.files import disk_full
+
+            fix = ("free space there (or give --output on another disk), then run it again"
+                   if disk_full(exc) else "fix it, then run it again")
+            error_line(f"cannot write the timeline of {trial} ({exc.strerror or exc}); {fix}")
             continue
         if done is not None:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(done.events.items())) or "none"
