@@ -152,6 +152,11 @@ def _run(fn: Callable[[Any], T], item: Any, environ: dict[str, str] | None = Non
     return mapped, [(w.category, str(w.message)) for w in caught]
 
 
+def _module_of(fn: Callable[[Any], Any]) -> str | None:
+    """The module ``fn`` (or the function of a ``functools.partial``) is defined in."""
+    return getattr(getattr(fn, "func", fn), "__module__", None)
+
+
 def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     """``forkserver`` where there is one, preloading ``fn``'s module (not, as by default, the
     main script: :func:`_main_left_behind`): the first pool starts the server, later workers
@@ -161,7 +166,7 @@ def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    module = getattr(getattr(fn, "func", fn), "__module__", None)
+    module = _module_of(fn)
     context.set_forkserver_preload([module] if module else [])
     return context
 
@@ -227,8 +232,6 @@ def shared_workers() -> Iterator[None]:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _from_main(fn: Callable[[Any], Any]) -> bool:
-    return getattr(getattr(fn, "func", fn), "__module__", None) == "__main__"
 
 
 @contextmanager
@@ -240,7 +243,7 @@ def _main_left_behind(fn: Callable[[Any], Any]) -> Iterator[None]:
     one still repeats the script's imports (torch: seconds) in each. The script is hidden from
     the workers while they start (inside ``submit``, in this thread)."""
     main = sys.modules.get("__main__")
-    if main is None or _from_main(fn):
+    if main is None or _module_of(fn) == "__main__":
         yield
         return
     saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}

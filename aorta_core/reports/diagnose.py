@@ -30,12 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
+from msgspec import UNSET
 
-from aorta_core.api.files import FileRefused, read_limited, write_atomic
+from aorta_core.api.files import FileRefused, write_atomic
 from aorta_core.api.intervals import merge
 from aorta_core.api.oneline import exception_line
 from aorta_core.api.parallel import decoded_bytes, parallel_map
 from aorta_core.benchmark.markers import ITERATION_MARKER
+from aorta_core.benchmark.schema import RankRecord
 from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
@@ -47,7 +49,7 @@ from aorta_core.reports.straggler_thresholds import (
     MIN_EXCESS_PCT,
     MOST_STEPS,
 )
-from aorta_core.reports.timeline_inputs import RankInputs, discover
+from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
 from aorta_core.reports.trace_events import read_trace
 
 if TYPE_CHECKING:
@@ -652,31 +654,13 @@ def _findings(means: Mapping[int, Mapping[str, float]],
 
 # --- trials ----------------------------------------------------------------------------------
 
-def _telemetry(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[int, list[dict]]:
-    """The benchmark's JSONL lines per rank, where it wrote them (lines that are no JSON
-    object are passed over)."""
-    out: dict[int, list[dict]] = {}
-    for rank, found in sorted(inputs.items()):
-        if found.jsonl is None:
-            continue
-        try:
-            lines = read_limited(found.jsonl).splitlines()
-        except (OSError, FileRefused) as exc:
-            warn(f"{found.jsonl}: skipped ({exception_line(exc)})")
-            continue
-        rows = []
-        for line in lines:
-            try:
-                row = msgspec.json.decode(line) if line.strip() else None
-            except msgspec.DecodeError:
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-        out[rank] = rows
-    return out
+def _telemetry(inputs: Mapping[int, RankInputs], warn: Warn) -> dict[int, list[RankRecord]]:
+    """The benchmark's telemetry per rank, where it wrote it (read as the timeline reads it)."""
+    return {rank: read_telemetry(found.jsonl, warn) for rank, found in sorted(inputs.items())
+            if found.jsonl is not None}
 
 
-def _injected(telemetry: Mapping[int, list[dict]], steps: list[int]
+def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
               ) -> dict[str, dict[str, float]]:
     """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
     diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
@@ -685,20 +669,19 @@ def _injected(telemetry: Mapping[int, list[dict]], steps: list[int]
         totals: dict[str, list[float]] = defaultdict(list)
         diagnosed: dict[str, list[float]] = defaultdict(list)
         for row in rows:
-            value = row.get("injected_ms")
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    if isinstance(v, int | float):
-                        totals[str(k)].append(float(v))
-                        if row.get("global_step") in steps:
-                            diagnosed[str(k)].append(float(v))
+            if row.injected_ms is UNSET:
+                continue
+            for k, v in row.injected_ms.items():
+                totals[k].append(v)
+                if row.global_step in steps:
+                    diagnosed[k].append(v)
         totals = diagnosed or totals
         if totals:
             out[str(rank)] = {k: _round(_mean(v)) for k, v in totals.items()}
     return out
 
 
-def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[dict]],
+def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[RankRecord]],
                     warn: Warn) -> dict[str, dict[str, Any]]:
     """Each rank's Kineto clock held against the benchmark's wall clock by the rate of its
     ``aorta.iteration#N`` starts (:func:`~aorta_core.reports.clock_check.clock_rate`, as the
@@ -707,10 +690,7 @@ def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[d
     one line and in ``clock_corrections``."""
     out: dict[str, dict[str, Any]] = {}
     for rank, trace in traces.items():
-        wall = {row["global_step"]: row["time_start_unix_ns"]
-                for row in telemetry.get(rank, ())
-                if isinstance(row.get("global_step"), int)
-                and isinstance(row.get("time_start_unix_ns"), int)}
+        wall = {row.global_step: row.time_start_unix_ns for row in telemetry.get(rank, ())}
         rate = clock_rate({n: t * 1e3 for n, t in trace.iterations.items()}, wall)
         if rate is None or not rate.off:
             continue

@@ -32,16 +32,21 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec import UNSET
 
-from aorta_core.api.files import FileRefused, read_limited
 from aorta_core.api.intervals import merged
 from aorta_core.api.oneline import exception_line
-from aorta_core.benchmark.schema import RankRecord, decode_line
+from aorta_core.benchmark.schema import RankRecord
 from aorta_core.benchmark.stream_overlap import COMM_KINDS
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.clock_check import ClockCheck, check_clock
-from aorta_core.reports.timeline_inputs import BENCHMARK_POSITION, RankInputs, Trace, discover
+from aorta_core.reports.timeline_inputs import (
+    BENCHMARK_POSITION,
+    RankInputs,
+    Trace,
+    discover,
+    read_telemetry,
+)
 from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
 
 if TYPE_CHECKING:
@@ -111,29 +116,6 @@ def _record_start(record: Mapping[str, Any] | None) -> tuple[int, int] | None:
         return int(datetime.fromisoformat(str(text)).timestamp()) * 10**9, 10**9
     except ValueError:
         return None
-
-
-def _iterations(path: Path, warn: Warn) -> list[RankRecord]:
-    """The rank's benchmark records, by start time; lines of another schema are skipped."""
-    try:
-        lines = read_limited(path).splitlines()  # a FIFO, a device or a huge file is refused
-    except FileRefused as exc:
-        warn(f"skipping {exc}")
-        return []
-    except OSError as exc:
-        warn(f"skipping {path}: {exc.strerror}")
-        return []
-    out, bad = [], []
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                out.append(decode_line(line))
-            except msgspec.DecodeError:
-                bad.append(number)
-    if bad:
-        warn(f"{path}: {len(bad)} line(s) skipped, not aorta's benchmark telemetry "
-             f"(first: line {bad[0]})")
-    return sorted(out, key=lambda r: r.time_start_unix_ns)
 
 
 @dataclass
@@ -470,7 +452,7 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
     """Read one rank's files, write its events and lane metadata, then let them go."""
     traces = _read_traces(m, inputs.traces)
     unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]
-    iterations = _iterations(inputs.jsonl, m.warn) if inputs.jsonl else []
+    iterations = read_telemetry(inputs.jsonl, m.warn) if inputs.jsonl else []
     checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
     if m.origin is None:
         firsts = [(first, trace.label) for trace, doc in unix
@@ -498,7 +480,7 @@ def _origin(record: Mapping[str, Any] | None, ranks: dict[int, RankInputs]
     if start is not None:
         return start[0], "record started_at_unix" if start[1] == 0 else "record started_at"
     firsts = [its[0].time_start_unix_ns for r in ranks.values() if r.jsonl
-              if (its := _iterations(r.jsonl, lambda _: None))]
+              if (its := read_telemetry(r.jsonl, lambda _: None))]
     if firsts:
         return min(firsts), "first benchmark iteration"
     return None, ""

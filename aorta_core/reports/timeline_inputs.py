@@ -23,11 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from aorta_core.api.bom import BOM
 from aorta_core.api.contracts import TimelineSource
-from aorta_core.api.files import open_limited
+from aorta_core.api.files import FileRefused, open_limited, read_limited
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
+from aorta_core.benchmark.schema import RankRecord, decode_line
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
@@ -81,6 +84,30 @@ def _benchmark_kineto(trial: Path) -> list[Trace]:
 #: schema version is its first key. aorta's merged timeline and other chrome traces begin
 #: otherwise, and are never taken for a rank's trace.
 _KINETO_HEAD = re.compile(rb'\s*\{\s*"schemaVersion"\s*:')
+
+
+def read_telemetry(path: Path, warn: Warn) -> list[RankRecord]:
+    """A rank's benchmark telemetry (its JSONL's records), by start time; lines of another
+    schema are skipped, with one line."""
+    try:
+        lines = read_limited(path).splitlines()  # a FIFO, a device or a huge file is refused
+    except FileRefused as exc:
+        warn(f"skipping {exc}")
+        return []
+    except OSError as exc:
+        warn(f"skipping {path}: {exc.strerror}")
+        return []
+    out, bad = [], []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                out.append(decode_line(line))
+            except msgspec.DecodeError:
+                bad.append(number)
+    if bad:
+        warn(f"{path}: {len(bad)} line(s) skipped, not aorta's benchmark telemetry "
+             f"(first: line {bad[0]})")
+    return sorted(out, key=lambda r: r.time_start_unix_ns)
 
 
 def _begins_as_kineto(path: Path, trial: Path) -> bool:
