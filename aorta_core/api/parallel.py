@@ -334,9 +334,10 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
             while pending or running:
                 while pending and len(running) < count and (not running or free is None or sum(
                         needs[i] for i in running) + needs[pending[0]] <= free):
-                    i = pending.pop(0)
-                    with _main_left_behind(fn):  # a worker starts inside submit
+                    i = pending[0]  # taken off only once submitted: a pool that broke
+                    with _main_left_behind(fn):  # raises here (a worker starts inside submit)
                         running[i] = pool.submit(_run, fn, items[i], environ)
+                    pending.pop(0)
                 finished = _wait_one(running)
                 done[finished], caught = running[finished].result()  # raises if it died
                 del running[finished]
