@@ -105,6 +105,88 @@ def test_a_pool_that_breaks_while_items_are_submitted_loses_none() -> None:
         assert "worker process died" in done[3].error
 
 
+_LATE_WORKER = """
+import json, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.process import BaseProcess
+sys.path.insert(0, sys.argv[1])
+import parallel_tasks
+from aorta_core.api.parallel import parallel_map
+
+started, spawning = [], []
+spawn, start = ProcessPoolExecutor._spawn_process, BaseProcess.start
+
+def spawn_noting_the_pool(pool):
+    spawning.append(pool)
+    try:
+        spawn(pool)
+    finally:
+        spawning.pop()
+
+def start_then_wait_for_the_break(proc):
+    # the race made likely: the submit that starts a pool's second worker ends (and the pool
+    # learns of that worker) only once the first worker has died and the pool has broken
+    start(proc)
+    started.append(proc.pid)
+    pool = spawning[-1] if spawning else None
+    if pool is not None and pool._processes:
+        deadline = time.monotonic() + 5
+        while not pool._broken and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+ProcessPoolExecutor._spawn_process = spawn_noting_the_pool
+BaseProcess.start = start_then_wait_for_the_break
+done = {d.item: d for d in parallel_map(parallel_tasks.fail_on, [3, 0, 4], workers=2)}
+deadline = time.monotonic() + 5  # the forkserver reaps ended workers in its own time
+while any(map(alive, started)) and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(json.dumps({"values": [done[0].value, done[4].value], "error": done[3].error,
+                  "started": len(started), "alive": [p for p in started if alive(p)]}))
+"""
+
+
+@pytest.mark.skipif(usable_cores() < 2, reason="needs 2 or more usable cores for a pool")
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_worker_started_as_the_pool_breaks_is_ended_too(attempt: int) -> None:
+    """CPython's pool, when a worker dies, terminates the workers it knows and joins them all;
+    a worker that a submit started meanwhile was never terminated, so the join (and the map)
+    waited forever: a CI run hung in test_a_pool_that_breaks_while_items_are_submitted. Here
+    the pool's second worker always starts once the first has died: the map ends, every item
+    has its result, and no worker outlives it."""
+    env = {**os.environ, WORKERS_ENV: ""}
+    done = subprocess.run([sys.executable, "-c", _LATE_WORKER, str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout)
+    assert seen["values"] == [0, 4] and "worker process died" in seen["error"]
+    assert seen["started"] >= 2 and seen["alive"] == [], seen
+
+
+def test_a_pool_that_broke_under_a_future_it_never_failed_is_seen_broken() -> None:
+    """A submit racing the pool's break may add its item after the pool failed the items it
+    held: that future never resolves. Waiting for it ends when the pool is seen broken."""
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from aorta_core.api.parallel import _wait_one
+
+    pool = ProcessPoolExecutor(1)
+    try:
+        with pytest.raises(BrokenProcessPool):
+            pool.submit(parallel_tasks.fail_on, 3).result(timeout=60)
+        with pytest.raises(BrokenProcessPool):
+            _wait_one(pool, {0: Future()})  # a future the pool never saw
+    finally:
+        pool.shutdown(wait=True)
+
+
 def test_an_item_that_cannot_fit_is_refused_before_it_runs() -> None:
     free = available_memory()
     assert free is not None and free > 0

@@ -335,10 +335,9 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
                 while pending and len(running) < count and (not running or free is None or sum(
                         needs[i] for i in running) + needs[pending[0]] <= free):
                     i = pending[0]  # taken off only once submitted: a pool that broke
-                    with _main_left_behind(fn):  # raises here (a worker starts inside submit)
-                        running[i] = pool.submit(_run, fn, items[i], environ)
+                    running[i] = _submit(pool, fn, items[i], environ)  # raises here
                     pending.pop(0)
-                finished = _wait_one(running)
+                finished = _wait_one(pool, running)
                 done[finished], caught = running[finished].result()  # raises if it died
                 del running[finished]
                 for category, message in caught:
@@ -351,6 +350,7 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
                 raise
             shared = False
             _drop_shared(pool)
+            _end_workers(pool)  # with any a racing submit started: see _submit
             if alone:  # it died alone: that item is the culprit
                 culprit = min(running)
                 done[culprit] = Mapped(items[culprit], error="its worker process died (killed "
@@ -371,9 +371,46 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
         emitted += 1
 
 
-def _wait_one(running: dict[int, Future]) -> int:
-    """The index of a finished future (waiting for one)."""
+def _submit(pool: ProcessPoolExecutor, fn: Callable[[Any], T], item: Any,
+            environ: dict[str, str]) -> Future:
+    """``fn(item)`` submitted to ``pool``; ``BrokenProcessPool`` if it broke meanwhile.
+
+    The pool breaks in its own thread, racing this one. What that race does in CPython 3.11-3.13:
+    a submit that began before the break may start a worker (forkserver pools start them on
+    submit) after the pool terminated the ones it knew, and then the pool's shutdown joins that
+    live worker forever (a CI run hung so): the caller ends every worker of a broken pool
+    (:func:`_end_workers`) before shutting it down. The submit may instead fail to start that
+    worker (the pool closed the queue it would read: ``OSError``) or find the pool shut down but
+    not yet marked broken (``RuntimeError``), or add its item after the pool failed those it
+    held, so that its future never resolves (:func:`_wait_one` looks at the pool's state)."""
+    try:
+        with _main_left_behind(fn):  # a worker may start inside submit
+            return pool.submit(_run, fn, item, environ)
+    except Exception:
+        _raise_if_broken(pool)
+        raise
+
+
+def _raise_if_broken(pool: ProcessPoolExecutor) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    if getattr(pool, "_broken", False):
+        raise BrokenProcessPool(pool._broken)
+
+
+#: How often :func:`_wait_one` looks whether the pool broke without failing the futures it waits
+#: for (rare: a race with a submit); an item's end is seen at once, whatever this is.
+_BROKEN_POLL_S = 1.0
+
+
+def _wait_one(pool: ProcessPoolExecutor, running: dict[int, Future]) -> int:
+    """The index of a finished future (waiting for one); ``BrokenProcessPool`` where the pool
+    broke and none of them will ever finish."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    finished = next(iter(wait(running.values(), return_when=FIRST_COMPLETED)[0]))
-    return next(i for i, f in running.items() if f is finished)
+    while True:
+        finished = wait(running.values(), timeout=_BROKEN_POLL_S, return_when=FIRST_COMPLETED)[0]
+        if finished:
+            first = next(iter(finished))
+            return next(i for i, f in running.items() if f is first)
+        _raise_if_broken(pool)
