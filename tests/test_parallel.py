@@ -158,8 +158,9 @@ def test_a_worker_started_as_the_pool_breaks_is_ended_too(attempt: int) -> None:
     """CPython's pool, when a worker dies, terminates the workers it knows and joins them all;
     a worker that a submit started meanwhile was never terminated, so the join (and the map)
     waited forever: a CI run hung in test_a_pool_that_breaks_while_items_are_submitted. Here
-    the pool's second worker always starts once the first has died: the map ends, every item
-    has its result, and no worker outlives it."""
+    the submit that starts the pool's second worker is held until the pool has broken (the race
+    made likely, not certain): the map ends, every item has its result, and no worker outlives
+    it."""
     env = {**os.environ, WORKERS_ENV: ""}
     done = subprocess.run([sys.executable, "-c", _LATE_WORKER, str(Path(__file__).parent)],
                           capture_output=True, text=True, timeout=60, env=env)
@@ -172,12 +173,13 @@ def test_a_worker_started_as_the_pool_breaks_is_ended_too(attempt: int) -> None:
 def test_a_pool_that_broke_under_a_future_it_never_failed_is_seen_broken() -> None:
     """A submit racing the pool's break may add its item after the pool failed the items it
     held: that future never resolves. Waiting for it ends when the pool is seen broken."""
+    import multiprocessing
     from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     from aorta_core.api.parallel import _wait_one
 
-    pool = ProcessPoolExecutor(1)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("forkserver"))
     try:
         with pytest.raises(BrokenProcessPool):
             pool.submit(parallel_tasks.fail_on, 3).result(timeout=60)
