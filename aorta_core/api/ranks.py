@@ -12,8 +12,10 @@ from pathlib import Path
 from aorta_core.api.files import open_limited
 
 _RANK_IN_NAME = re.compile(r"rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE)
-#: Kineto's ``distributedInfo.rank``; 1-9 digits: a longer run is not a rank.
-_RANK_IN_HEAD = re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d{1,9})(?!\d)')
+#: A field of Kineto's ``distributedInfo`` (``rank``, ``world_size``); 1-9 digits: a longer run
+#: is no rank or size.
+_IN_HEAD = {field: re.compile(rb'"distributedInfo"\s*:\s*\{[^{}]*?"' + field.encode()
+                              + rb'"\s*:\s*(\d{1,9})(?!\d)') for field in ("rank", "world_size")}
 _HEAD_BYTES = 1 << 16
 
 
@@ -53,10 +55,20 @@ def rank_from_name(path: Path) -> int:
 def rank_in_head(path: Path, root: Path | None = None) -> int | None:
     """Kineto's ``distributedInfo.rank``, read from the first 64 KiB (Kineto writes it before
     the events), so a file's rank is known without decoding it all."""
+    return _in_head(path, root, "rank")
+
+
+def world_size_in_head(path: Path, root: Path | None = None) -> int | None:
+    """Kineto's ``distributedInfo.world_size``, read as :func:`rank_in_head` reads the rank: how
+    many ranks the job had, so that a rank with no trace is known to be missing."""
+    return _in_head(path, root, "world_size")
+
+
+def _in_head(path: Path, root: Path | None, field: str) -> int | None:
     try:
         with open_limited(path, root) as fh:
             head = fh.read(_HEAD_BYTES)
     except (OSError, EOFError, zlib.error):
         return None
-    found = _RANK_IN_HEAD.search(head)
+    found = _IN_HEAD[field].search(head)
     return int(found.group(1)) if found else None

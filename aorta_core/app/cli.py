@@ -310,6 +310,7 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
 def cmd_diagnose(ns: argparse.Namespace) -> int:
     # its workers read the ranks' traces; the server imports numpy as this process does
     prestart("aorta_core.reports.diagnose", min_cores=2)
+    from aorta_core.reports import straggler_thresholds
     from aorta_core.reports.diagnose import write_diagnosis
     from aorta_core.reports.timeline import trial_dirs
 
@@ -318,9 +319,10 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
         return 2
     for name in ("min_excess_ms", "min_excess_pct"):
         if not getattr(ns, name) >= 0:
-            error_line(f"--{name.replace('_', '-')} {getattr(ns, name)}: must be >= 0, e.g. 5")
+            error_line(f"--{name.replace('_', '-')} {getattr(ns, name)}: must be >= 0, e.g. "
+                       f"{getattr(straggler_thresholds, name.upper()):g} (the default)")
             return 2
-    written, results = 0, []
+    written, failed, results = 0, 0, []
     for trial in trial_dirs(path):
         try:
             done = write_diagnosis(trial, hook_timeout_s=ns.hook_timeout,
@@ -330,6 +332,7 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
             from aorta_core.api.oneline import exception_line
 
             error_line(f"cannot diagnose {trial}: {exception_line(exc)}")
+            failed += 1
             continue
         if done is None:
             continue
@@ -343,7 +346,7 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
                 ns.out.write(f"  - {finding['text']}\n")
     if ns.json:
         _print_json(results, ns.out)
-    return 0 if written else 1
+    return 0 if written and not failed else 1
 
 
 def _argument(parse):
@@ -481,6 +484,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_report_parsers(sub)
     _add_timeline_parser(sub)
     _add_diagnose_parser(sub)
+    parser.tools = sub  # each tool's own parser, for its usage errors
     return parser
 
 
@@ -550,10 +554,20 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
         return argparse.Namespace(func=lambda ns: print_version(ns.out))
     if args and args[0] in SUBCOMMANDS:
         _one_blas_thread()
-        return _parser().parse_args(args)
+        return _parse_tool(args)
     if args and args[0] != "sweep" and is_command_name(args[0]):
         return _collector_command(args[0], args[1:])
     return None
+
+
+def _parse_tool(args: list[str]) -> argparse.Namespace:
+    """A tool's arguments; one it does not take is refused with that tool's usage (argparse
+    would show aorta's list of tools)."""
+    parser = _parser()
+    ns, extra = parser.parse_known_args(args)
+    if extra:
+        parser.tools.choices[args[0]].error(f"unrecognized arguments: {' '.join(extra)}")
+    return ns
 
 
 def _one_blas_thread() -> None:

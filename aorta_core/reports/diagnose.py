@@ -36,6 +36,7 @@ from aorta_core.api.files import FileRefused, write_atomic
 from aorta_core.api.intervals import merge
 from aorta_core.api.oneline import exception_line
 from aorta_core.api.parallel import decoded_bytes, parallel_map
+from aorta_core.api.ranks import world_size_in_head
 from aorta_core.benchmark.markers import ITERATION_MARKER
 from aorta_core.benchmark.schema import RankRecord
 from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
@@ -128,6 +129,10 @@ class _Trace:
     #: Collective executions, by start: (name, ts, dur).
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    #: How many of its files could not be read (each said why in a warning).
+    unread: int = 0
+    #: The job's size as its traces' ``distributedInfo`` states it, where they do.
+    world_size: int | None = None
 
     def rescale(self, rate: float) -> None:
         """Every time divided by ``rate`` (the trace's µs per wall-clock µs), about the first
@@ -182,7 +187,8 @@ def _read_rank_job(job: tuple[list[Path], Path]) -> tuple[_Trace | None, list[st
 
 def read_ranks(paths: Mapping[int, list[Path]], root: Path, warn: Warn) -> dict[int, _Trace]:
     """Every rank's :func:`read_rank`, one rank per worker process (as ``aorta parse`` reads
-    files): the parent holds only the ranks' intervals, never a decoded trace."""
+    files): the parent holds only the ranks' intervals, never a decoded trace. A rank whose
+    worker failed is left out, after a warning."""
     ranks = sorted(paths)
     jobs = [(paths[rank], root) for rank in ranks]
     out = {}
@@ -191,11 +197,9 @@ def read_ranks(paths: Mapping[int, list[Path]], root: Path, warn: Warn) -> dict[
         if done.error is not None:
             warn(f"rank {rank}: its traces could not be read ({done.error}); left out")
             continue
-        trace, notes = done.value
+        out[rank], notes = done.value
         for line in notes:
             warn(line)
-        if trace is not None:
-            out[rank] = trace
     return out
 
 
@@ -203,31 +207,44 @@ def _relative(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace | None:
-    """One rank's intervals from its Kineto traces; ``None`` when none holds a ProfilerStep.
-    A file whose steps another file of the rank already gave is skipped (two profilers of the
-    same steps would count each collective twice)."""
+def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
+    """One rank's intervals from its Kineto traces (no steps: none holds a ProfilerStep). A
+    file whose steps another file of the rank already gave is skipped: two profilers of the
+    same steps would count each collective twice; the same step numbers at other times are
+    another run's, and said."""
     out = _Trace()
     files: list[_OneFile] = []
+    given: dict[int, str] = {}  # each step's file
     for path in paths:
         try:
             reader = _Reader()
             doc = read_trace(path, root, _DECODER, (_SPANS, reader.piece))
         except (ValueError, FileRefused) as exc:
             warn(f"{path}: skipped, {exc}")
+            out.unread += 1
             continue
-        found = _read_one(reader.columns(doc.traceEvents), out.steps)
+        out.world_size = out.world_size or world_size_in_head(path, root)
+        columns = reader.columns(doc.traceEvents)
         del doc
-        if found is None:
+        steps, shown = _steps(columns), _relative(path, root)
+        known = sorted(set(steps) & set(out.steps))
+        if known and not any(_meet(steps[n], out.steps[n]) for n in known):
+            warn(f"{path}: skipped, another run's: its ProfilerStep#{known[0]}"
+                 f"{'' if len(known) == 1 else f'-#{known[-1]}'} lie at other times than in "
+                 f"{given[known[0]]}; diagnose each run's traces in a folder of their own")
             continue
+        if len(known) == len(steps):  # no steps, or only steps already read
+            continue
+        found = _read_one(columns, steps)
         files.append(found)
+        given.update(dict.fromkeys(found.steps, shown))
         out.steps.update(found.steps)
         out.iterations.update(found.iterations)
         out.device = out.device or found.device
         out.collectives += found.collectives
-        out.sources.append(_relative(path, root))
+        out.sources.append(shown)
     if not out.steps:
-        return None
+        return out
     intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
                  for part in _INTERVALS}
     out.collectives.sort(key=lambda c: c[1])
@@ -384,12 +401,19 @@ class _Columns:
                         (self.end - self.ts)[mask].tolist(), strict=True))
 
 
-def _read_one(col: _Columns, seen: Mapping[int, Any]) -> _OneFile | None:
+def _steps(col: _Columns) -> dict[int, tuple[float, float]]:
+    """A file's ``ProfilerStep#N`` ranges by N."""
     step = col.of(_STEP_RANGE)
-    steps = {int(name.rpartition("#")[2]): (a, b) for name, a, b in zip(
+    return {int(name.rpartition("#")[2]): (a, b) for name, a, b in zip(
         col.names(step), col.ts[step].tolist(), col.end[step].tolist(), strict=True)}
-    if not steps or all(n in seen for n in steps):
-        return None
+
+
+def _meet(x: tuple[float, float], y: tuple[float, float]) -> bool:
+    return x[0] < y[1] and y[0] < x[1]
+
+
+def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
+    step = col.of(_STEP_RANGE)
     on_steps = col.ok & col.cpu & ~step & np.isin(col.thread, col.thread[step])
     marked = col.of(_ITERATION_RANGE)
     iterations = {}
@@ -519,10 +543,12 @@ def _round(value: float) -> float:
 
 
 def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
-            min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False) -> dict[str, Any]:
+            min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False,
+            left_out: list[int] | None = None) -> dict[str, Any]:
     """The diagnosis of ranks' traces: per rank and step, stragglers, findings. The steps are
     those every rank profiled, less the last one unless ``last_step`` (as HTA drops it: the
-    trace is exported as it ends, and a collective of it may run into the export)."""
+    trace is exported as it ends, and a collective of it may run into the export).
+    ``left_out``: the job's ranks that have no trace here."""
     steps = sorted(set.intersection(*(set(t.steps) for t in traces.values())))
     if len(steps) > 1 and not last_step:
         steps = steps[:-1]
@@ -554,7 +580,7 @@ def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
         }
     stragglers = _stragglers(means, rows, hosts, waited_in, min_excess_ms, min_excess_pct)
     return {"steps": steps, "ranks": {str(r): v for r, v in ranks.items()},
-            "stragglers": stragglers, "findings": _findings(means, stragglers)}
+            "stragglers": stragglers, "findings": _findings(means, stragglers, left_out or [])}
 
 
 def _busy(step: Mapping[str, float]) -> float:
@@ -619,14 +645,22 @@ def _stragglers(means: Mapping[int, Mapping[str, float]],
 
 
 def _ranks_text(ranks: list[int]) -> str:
-    words = [str(r) for r in ranks]
+    """``rank 1``, ``ranks 0 and 2``, ``ranks 0, 2-127``: runs of 3 or more as a range."""
+    words, start = [], 0
+    for i, rank in enumerate(ranks):
+        if i + 1 == len(ranks) or ranks[i + 1] != rank + 1:
+            run = ranks[start:i + 1]
+            words += [f"{run[0]}-{run[-1]}"] if len(run) > 2 else [str(r) for r in run]
+            start = i + 1
     joined = ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
-    return ("rank " if len(words) == 1 else "ranks ") + joined
+    return ("rank " if len(ranks) == 1 else "ranks ") + joined
 
 
-def _findings(means: Mapping[int, Mapping[str, float]],
-              stragglers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Plain-language findings, the ms per step at stake first."""
+def _findings(means: Mapping[int, Mapping[str, float]], stragglers: list[dict[str, Any]],
+              left_out: list[int]) -> list[dict[str, Any]]:
+    """Plain-language findings, the ms per step at stake first. Where ranks of the job are
+    ``left_out``, the ranks read may be waiting for them in what looks like exposed
+    communication: the finding says so."""
     out = []
     for s in stragglers:
         where = WORDS[s["category"]]
@@ -642,13 +676,18 @@ def _findings(means: Mapping[int, Mapping[str, float]],
                     "category": s["category"], "text": text})
     if means:
         step = _mean([m["step_ms"] for m in means.values()])
+        where = ("on every rank" if len(means) > 1 and not left_out else
+                 f"on {_ranks_text(sorted(means))}" if not left_out else
+                 f"on {_ranks_text(sorted(means))} ({_ranks_text(left_out)} left out)")
         for part in ("host", "comm_exposed", "data", "other"):
             values = [_own(m, part) for m in means.values()]
             if step > 0 and min(values) >= FINDING_SHARE * step:
                 ms = _mean(values)
+                what = (f"exposed communication, perhaps waiting for {_ranks_text(left_out)},"
+                        if part == "comm_exposed" and left_out else WORDS[part])
                 out.append({"ms_per_step": _round(ms), "rank": None, "category": part,
-                            "text": f"{WORDS[part]} takes {ms:.1f} ms/step on average, "
-                                    f"{100 * ms / step:.0f} % of the step, on every rank"})
+                            "text": f"{what} takes {ms:.1f} ms/step on average, "
+                                    f"{100 * ms / step:.0f} % of the step, {where}"})
     return sorted(out, key=lambda f: -f["ms_per_step"])
 
 
@@ -700,6 +739,42 @@ def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[R
     return out
 
 
+def _never_ran(record: Mapping[str, Any]) -> bool:
+    """A trial whose payload was never started (a collector or the launch refused it)."""
+    return (record.get("verdict") == "error" and record.get("exit_code") is None
+            and record.get("wall_time_s") is None and not record.get("timed_out"))
+
+
+def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
+                         inputs: Mapping[int, RankInputs], read: Mapping[int, _Trace]) -> str:
+    """Why a trial gives no diagnosis, in one line with the fix: no trace (deleted by its
+    retention, or never profiled), none readable, or none with ``ProfilerStep#N``."""
+    files = [t.source.path for found in inputs.values() for t in found.traces]
+    unread = sum(t.unread for t in read.values()) + sum(
+        len(inputs[rank].traces) for rank in set(inputs) - set(read))
+    kept = (f"; the {DIAGNOSIS_NAME} already there is kept"
+            if (trial / DIAGNOSIS_NAME).is_file() else "")
+    deleted = ((record or {}).get("retention") or {}).get("deleted") or []
+    if not files and deleted:
+        level = record["retention"].get("level")
+        return (f"{trial}: its traces were deleted after the run by its retention (level "
+                f"{level}, {len(deleted)} path(s)){kept}; keep them with "
+                f"retain.on_{record.get('verdict', 'pass')}=full, or diagnose during the "
+                "sweep with diagnose=true")
+    if not files:
+        return (f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose{kept}; "
+                "profile the run: collector=torchprof in a sweep, or profiling.enabled=true "
+                "when you run python -m aorta_core.benchmark yourself")
+    if unread == len(files):
+        return (f"{trial}: none of its {len(files)} Kineto trace(s) could be read (the lines "
+                f"above say why){kept}; profile the run again")
+    return (f"{trial}: its {len(files)} Kineto trace(s) ({_relative(files[0], trial)}"
+            f"{', ...' if len(files) > 1 else ''}) hold no ProfilerStep#N ranges to diagnose"
+            f"{kept}; profile with a schedule (torch.profiler.profile(schedule=torch.profiler."
+            "schedule(...))) and call prof.step() once per training step, as "
+            "collector=torchprof does")
+
+
 def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
                    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
                    min_excess_ms: float = MIN_EXCESS_MS, min_excess_pct: float = MIN_EXCESS_PCT,
@@ -718,32 +793,33 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
         notes.append(line)
         warn(line)
 
-    inputs = discover(trial, record, note, hook_timeout_s)
-    traces = read_ranks({rank: [t.source.path for t in found.traces]
-                         for rank, found in inputs.items()}, trial, note)
-    if not traces:
-        read = [t.source.path for found in inputs.values() for t in found.traces]
-        warn(f"{trial}: its {len(read)} Kineto trace(s) ({_relative(read[0], trial)}"
-             f"{', ...' if len(read) > 1 else ''}) hold no ProfilerStep#N ranges to diagnose; "
-             "profile with a schedule (torch.profiler.profile(schedule=torch.profiler."
-             "schedule(...))) and call prof.step() once per training step, as "
-             "collector=torchprof does" if read else
-             f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose; profile the "
-             "run (collector=torchprof, or the benchmark's profiling.enabled=true)")
+    if record is not None and _never_ran(record):
+        warn(f"{trial}: the trial did not run ({record.get('error') or 'no exit code'}); "
+             "nothing to diagnose")
         return None
-    missing = sorted(set(inputs) - set(traces))
-    if missing:
-        note(f"{_ranks_text(missing)} had no profiled steps; the diagnosis covers "
-             f"{_ranks_text(sorted(traces))}")
+    inputs = discover(trial, record, note, hook_timeout_s)
+    read = read_ranks({rank: [t.source.path for t in found.traces]
+                       for rank, found in inputs.items()}, trial, note)
+    traces = {rank: trace for rank, trace in read.items() if trace.steps}
+    if not traces:
+        warn(_nothing_to_diagnose(trial, record, inputs, read))
+        return None
+    world = max((t.world_size or 0 for t in read.values()), default=0)
+    left_out = sorted((set(inputs) | set(range(world))) - set(traces))
+    if left_out:
+        note(f"{_ranks_text(left_out)} of the job: no readable trace with profiled steps here; "
+             f"the diagnosis covers {_ranks_text(sorted(traces))} only, and counts the "
+             f"waiting for {_ranks_text(left_out)} as exposed communication")
     telemetry = _telemetry(inputs, note)
     corrections = _correct_clocks(traces, telemetry, note)
-    result = analyse(traces, min_excess_ms, min_excess_pct)
+    result = analyse(traces, min_excess_ms, min_excess_pct, left_out=left_out)
     if not result["steps"]:
         note("the ranks' traces share no ProfilerStep number; nothing to compare")
     return {"schema_version": SCHEMA_VERSION, "trial": str(trial.resolve()),
             "definitions": "docs/diagnose.md",
             "thresholds": {"min_excess_ms": min_excess_ms, "min_excess_pct": min_excess_pct},
-            **result, "injected": _injected(telemetry, result["steps"]),
+            **result, "left_out_ranks": left_out,
+            "injected": _injected(telemetry, result["steps"]),
             "clock_corrections": corrections, "warnings": notes}
 
 

@@ -125,9 +125,10 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
     profiler's, and each collector's that ran): what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
-    found = []
+    found, trials = [], []
     for folder, dirs, files in os.walk(trial):  # links to folders are not followed
         here = Path(folder)  # another trial inside is not this one's
+        trials += sorted(here / d for d in dirs if (here / d / RECORD_NAME).is_file())
         dirs[:] = sorted(d for d in dirs
                          if here / d not in claimed and not (here / d / RECORD_NAME).is_file())
         named = sorted(here / name for name in files if name.endswith((".json", ".json.gz")))
@@ -136,6 +137,10 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace
                 warn(f"{path}: skipped, a link (aorta reads no links: copy the file there)")
         found += [_kineto_trace(path) for path in _regular(named)
                   if _begins_as_kineto(path, trial)]
+    if trials:
+        warn(f"{trial}: {len(trials)} trial folder(s) inside it (first: "
+             f"{trials[0].relative_to(trial)}) are other runs and not read with it; give a "
+             "sweep's output, a cell's or a trial's folder to read those")
     return found
 
 

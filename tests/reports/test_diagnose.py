@@ -136,7 +136,13 @@ def test_the_cli_takes_a_sweep_and_refuses_what_is_none(tmp_path, baseline):
     done = aorta("diagnose", str(tmp_path / "missing"), cwd=tmp_path, check=False)
     assert done.returncode == 2 and "is not a folder" in done.stderr
     done = aorta("diagnose", str(trial), "--min-excess-ms", "-1", cwd=tmp_path, check=False)
-    assert done.returncode == 2 and "must be >= 0" in done.stderr
+    assert done.returncode == 2 and "must be >= 0, e.g. 5 (the default)" in done.stderr
+    done = aorta("diagnose", str(trial), "--min-excess-pct", "-3", cwd=tmp_path, check=False)
+    assert done.returncode == 2 and "must be >= 0, e.g. 10 (the default)" in done.stderr
+    done = aorta("diagnose", str(trial), "--bogus", cwd=tmp_path, check=False)
+    assert done.returncode == 2  # the tool's own usage, not aorta's list of tools
+    assert done.stderr.startswith("usage: aorta diagnose "), done.stderr
+    assert done.stderr.endswith("aorta diagnose: error: unrecognized arguments: --bogus\n")
 
 
 def test_a_trace_profiled_without_a_schedule_is_named_with_the_fix(tmp_path):
@@ -200,6 +206,15 @@ def test_a_sweep_with_diagnose_writes_each_trials_diagnosis_and_perf_md(tmp_path
     again = aorta("diagnose", out.name, "--json", cwd=out.parent, check=False)
     assert again.returncode == 0 and "unreadable" not in again.stderr, again.stderr
     assert [d["stragglers"][0]["rank"] for d in json.loads(again.stdout)] == [1, 1]
+    # a trial whose diagnosis cannot be written costs one line and exit 1, not the other's
+    blocked = paths[0]
+    blocked.unlink()
+    blocked.mkdir()
+    again = aorta("diagnose", str(out), "--json", cwd=tmp_path, check=False)
+    assert again.returncode == 1
+    (line,) = [ln for ln in again.stderr.splitlines() if "error" in ln]
+    assert line.startswith(f"aorta: error: cannot diagnose {blocked.parent}: IsADirectoryError")
+    assert [d["stragglers"][0]["rank"] for d in json.loads(again.stdout)] == [1]
 
 
 #: Not the benchmark: a plain DDP-less loop that all-reduces its gradients by hand, reading its
@@ -305,8 +320,14 @@ def test_a_gpu_job_s_traces_nccl_kernels_and_copies(tmp_path):
     assert found["stragglers"] == []
     assert aorta("timeline", str(folder), cwd=tmp_path, check=False).returncode == 0
     again = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
-    assert again.returncode == 0 and not again.stderr.count("warning"), again.stderr
+    assert again.returncode == 0, again.stderr
+    # the job had 128 ranks (distributedInfo.world_size): the others are said, in one line
+    (line,) = [ln for ln in again.stderr.splitlines() if "warning" in ln]
+    assert line == ("aorta: warning: ranks 2-127 of the job: no readable trace with profiled "
+                    "steps here; the diagnosis covers ranks 0 and 1 only, and counts the "
+                    "waiting for ranks 2-127 as exposed communication")
     assert json.loads(again.stdout)[0]["ranks"] == found["ranks"]
+    assert found["left_out_ranks"] == list(range(2, 128))
 
 
 def test_a_folder_of_traces_says_what_it_skips(tmp_path):
@@ -321,8 +342,121 @@ def test_a_folder_of_traces_says_what_it_skips(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"{folder}/rank1.json.gz: skipped, a link (aorta reads no links" in done.stderr
     assert f"{folder}/cut_rank-1.json.gz: skipped, unreadable" in done.stderr
-    assert "rank 1 had no profiled steps; the diagnosis covers rank 0" in done.stderr
+    assert "ranks 1-127 of the job: no readable trace with profiled steps here; the diagnosis " \
+        "covers rank 0 only" in done.stderr
     assert list(json.loads(done.stdout)[0]["ranks"]) == ["0"]
+
+
+def test_two_runs_in_one_folder_are_told_apart(tmp_path):
+    """Real traces of two runs (fixtures compiled_cpu, ProfilerStep#1-#5, and kineto_clock_5x,
+    #2-#7) under one folder: the second run's files share step numbers at other times, so they
+    are skipped with one line each naming them, never merged into the first run's ranks."""
+    folder = tmp_path / "mix"
+    shutil.copytree(COMPILED_TRACES, folder / "a", ignore=shutil.ignore_patterns("*.py", "*.md"))
+    shutil.copytree(CLOCK_5X / "benchmark" / "torch_profiler", folder / "b")
+    done = aorta("diagnose", str(folder), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    skipped = [ln for ln in done.stderr.splitlines() if "another run's" in ln]
+    assert len(skipped) == 2, done.stderr
+    for rank, line in enumerate(sorted(skipped)):
+        assert line.startswith(f"aorta: warning: {folder}/b/rank{rank}/rank{rank}.step8.pt."
+                               "trace.json.gz: skipped, another run's: its ProfilerStep#2-#5 "
+                               "lie at other times than in a/vm_"), line
+        assert line.endswith("; diagnose each run's traces in a folder of their own"), line
+    (found,) = json.loads(done.stdout)
+    assert all(s.startswith("a/") for r in found["ranks"].values() for s in r["sources"])
+    assert found["steps"] == [1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def host_bound_rank_1(tmp_path_factory) -> Path:
+    trial = tmp_path_factory.mktemp("host_bound") / "trial"
+    _bench_trial(trial, "inject.rank=1", f"inject.host_ms={INJECTED_MS}")
+    return trial
+
+
+def _traces(trial: Path, rank: int) -> list[Path]:
+    return sorted((trial / "benchmark" / "torch_profiler" / f"rank{rank}").iterdir())
+
+
+def test_a_rank_whose_trace_is_cut_is_left_out_and_said(tmp_path, host_bound_rank_1):
+    """Rank 1 sleeps each step and rank 0 waits for it in all_reduce; with rank 1's trace cut
+    short, rank 0's waiting cannot be told from exposed communication: the diagnosis says which
+    rank is left out, names no straggler, and its finding says what the time may be."""
+    trial = tmp_path / "trial"
+    shutil.copytree(host_bound_rank_1, trial)
+    (trial / "diagnosis.json").unlink()
+    (cut,) = _traces(trial, 1)
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    done = aorta("diagnose", str(trial), "--json", cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{cut}: skipped, " in done.stderr
+    assert ("rank 1 of the job: no readable trace with profiled steps here; the diagnosis covers "
+            "rank 0 only, and counts the waiting for rank 1 as exposed communication"
+            ) in done.stderr
+    (found,) = json.loads(done.stdout)
+    assert found["left_out_ranks"] == [1] and list(found["ranks"]) == ["0"]
+    assert found["stragglers"] == []
+    (comm,) = [f for f in found["findings"] if f["category"] == "comm_exposed"]
+    assert comm["text"].startswith("exposed communication, perhaps waiting for rank 1, takes ")
+    assert comm["text"].endswith("on rank 0 (rank 1 left out)")
+    assert _close(comm["ms_per_step"], INJECTED_MS), comm
+    assert not any("every rank" in f["text"] for f in found["findings"])
+
+
+def test_a_trial_whose_traces_are_all_cut_says_so_and_keeps_its_diagnosis(tmp_path,
+                                                                         host_bound_rank_1):
+    trial = tmp_path / "trial"
+    shutil.copytree(host_bound_rank_1, trial)
+    before = (trial / "diagnosis.json").read_bytes()
+    for rank in (0, 1):
+        for path in _traces(trial, rank):
+            path.write_bytes(path.read_bytes()[:1000])
+    done = aorta("diagnose", str(trial), cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"aorta: warning: {trial}: none of its 2 Kineto trace(s) could be read (the lines above "
+        "say why); the diagnosis.json already there is kept; profile the run again")
+    assert (trial / "diagnosis.json").read_bytes() == before
+
+
+def test_a_trial_that_did_not_run_says_so_in_one_line(tmp_path):
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "--", str(tmp_path / "nothing"),
+                 cwd=tmp_path, env=_env())
+    (trial,) = out.glob("cells/*/trial_000")
+    done = aorta("diagnose", str(out), cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"aorta: warning: {trial}: the trial did not run (cannot start "
+        f"'{tmp_path / 'nothing'}': No such file or directory); nothing to diagnose"]
+    parent = aorta("diagnose", str(tmp_path), cwd=tmp_path, check=False)
+    assert parent.returncode == 1
+    assert (f"aorta: warning: {tmp_path}: 1 trial folder(s) inside it (first: "
+            "sweep/cells/default/trial_000) are other runs and not read with it; give a "
+            "sweep's output, a cell's or a trial's folder to read those") in parent.stderr
+
+
+@TORCHPROF
+def test_traces_deleted_by_retention_are_named_as_the_cause(tmp_path):
+    """``retain.on_pass=log`` deletes the collector's folder after ``diagnose=true`` diagnosed
+    it: diagnosing again says why no trace is left, and keeps the sweep's diagnosis."""
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "trials=1", "collector=torchprof", "diagnose=true",
+                 "retain.on_pass=log", "workload.parallel=ddp", "collector.torchprof.wait=0",
+                 "collector.torchprof.warmup=1", "collector.torchprof.active=3",
+                 "workload.steps=6", cwd=tmp_path, env=_env())
+    assert done.returncode == 0, done.stderr
+    (trial,) = out.glob("cells/*/trial_000")
+    assert not (trial / "torchprof").exists()
+    before = (trial / "diagnosis.json").read_bytes()
+    done = aorta("diagnose", str(trial), cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"aorta: warning: {trial}: its traces were deleted after the run by its retention "
+        "(level log, 1 path(s)); the diagnosis.json already there is kept; keep them with "
+        "retain.on_pass=full, or diagnose during the sweep with diagnose=true"]
+    assert (trial / "diagnosis.json").read_bytes() == before
 
 
 def test_compiled_kernels_on_the_cpu_are_compute(tmp_path):
@@ -431,6 +565,7 @@ def test_a_trace_read_in_pieces_gives_the_columns_of_its_whole_decode() -> None:
     everything = np.ones(len(expected.ts), bool)
     assert got.names(everything) == expected.names(everything)
     assert len(expected.ts) > 300 and expected.cpu.any() and not expected.cpu.all()
-    mine, theirs = diagnose._read_one(got, {}), diagnose._read_one(expected, {})
+    mine = diagnose._read_one(got, diagnose._steps(got))
+    theirs = diagnose._read_one(expected, diagnose._steps(expected))
     assert mine.steps == theirs.steps != {} and mine.collectives == theirs.collectives
     np.testing.assert_array_equal(mine.compute, theirs.compute)
