@@ -179,7 +179,7 @@ def _rank_need(job: tuple[list[Path], Path]) -> int:
         return 0  # the worker's read says why
 
 
-def _read_rank_job(job: tuple[list[Path], Path]) -> tuple[_Trace | None, list[str]]:
+def _read_rank_job(job: tuple[list[Path], Path]) -> tuple[_Trace, list[str]]:
     """:func:`read_rank` in a worker process: its notes come back with its trace."""
     notes: list[str] = []
     return read_rank(job[0], job[1], notes.append), notes
@@ -676,9 +676,10 @@ def _findings(means: Mapping[int, Mapping[str, float]], stragglers: list[dict[st
                     "category": s["category"], "text": text})
     if means:
         step = _mean([m["step_ms"] for m in means.values()])
-        where = ("on every rank" if len(means) > 1 and not left_out else
-                 f"on {_ranks_text(sorted(means))}" if not left_out else
-                 f"on {_ranks_text(sorted(means))} ({_ranks_text(left_out)} left out)")
+        where = f"on {_ranks_text(sorted(means))}" if len(means) == 1 or left_out else \
+            "on every rank"
+        if left_out:
+            where += f" ({_ranks_text(left_out)} left out)"
         for part in ("host", "comm_exposed", "data", "other"):
             values = [_own(m, part) for m in means.values()]
             if step > 0 and min(values) >= FINDING_SHARE * step:
