@@ -140,6 +140,20 @@ def test_reason_of_real_python_failures(tmp_path: Path, script: str, expected: s
     assert reason(done.stderr) == expected
 
 
+def test_reason_skips_the_profilers_log_lines_after_the_error():
+    """torch.profiler stopped after the workload's error line (a profiler session stops in a
+    ``finally``) prints Kineto's own log lines after it; the workload's line is the reason."""
+    script = ("import sys, torch\nfrom torch.profiler import profile, schedule\n"
+              "p = profile(schedule=schedule(wait=1, warmup=1, active=1))\np.start()\n"
+              "torch.ones(4).sum()\np.step()\n"
+              "print('bad config: steps=-1', file=sys.stderr)\np.stop()\nsys.exit(2)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2
+    assert "profiler_stop" in done.stderr.splitlines()[-1]  # Kineto's line came last
+    assert reason(done.stderr) == "bad config: steps=-1"
+
+
 def test_a_signal_is_named(tmp_path: Path):
     out = tmp_path / "out"
     run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", "sh", "-c", "kill -9 $$"],

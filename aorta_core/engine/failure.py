@@ -1,9 +1,10 @@
 """Why a payload failed, in one line: its real error, not the last line it happened to print.
 
 The last stderr line of a failed run is often noise: a ruler of ``=``, torchrun's
-``ChildFailedError`` summary, a log or warning line. This reads the tail of stderr the way a
-person would: the root-cause rank of torchrun's summary, that rank's ``[rankN]:`` lines, the
-exception line that ends the last Python traceback, and only then the last meaningful line.
+``ChildFailedError`` summary, a log or warning line (glog's, or Kineto's as a profiler stops).
+This reads the tail of stderr the way a person would: the root-cause rank of torchrun's summary,
+that rank's ``[rankN]:`` lines, the exception line that ends the last Python traceback, and only
+then the last meaningful line.
 Only text counts: colour codes and NUL bytes are dropped, and a line still holding control or
 undecodable bytes (a binary blob written to stderr) is skipped, so the reason is one clean line or
 none (then the exit status alone).
@@ -44,6 +45,9 @@ _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _NOISE = (
     re.compile(r"^[=\-*#~_.+ ]{3,}$"),  # rulers and banners
     re.compile(r"^\[?[WIEF]\d{4} \d\d:\d\d:\d\d"),  # glog lines (torchrun, NCCL, c10)
+    # Kineto's log lines, printed as torch.profiler stops, after the workload's error:
+    # ``USDT:2026-12-05 12:41:02 28720:28720 SyncActivityProfilerHandler.cpp:59] profiler_stop``
+    re.compile(r"^[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+:\d+\] "),
     re.compile(r"^\S+:\d+: \w*Warning: "),  # warnings.warn output
     re.compile(r"^\s*warnings\.warn\("),
     re.compile(r"Setting OMP_NUM_THREADS environment variable"),

@@ -4,8 +4,10 @@ Runs the payload as ``__main__`` under a :class:`~aorta_torchprof.session.Sessio
 from the environment the wrap set, with ``sys.argv`` and ``sys.path[0]`` as plain
 ``python script.py`` would have them. The payload's exit status is kept (``SystemExit``
 included; an uncaught exception prints its traceback and exits 1) and the profiler is stopped
-and its traces written whatever way the payload ends; the process then ends without the
-interpreter's C++ teardown (:func:`aorta_core.api.exit_without_teardown`).
+and its traces written whatever way the payload ends; when the payload failed (a non-zero
+status), the session adds nothing to stderr, so the payload's own error stays its last line.
+The process then ends without the interpreter's C++ teardown
+(:func:`aorta_core.api.exit_without_teardown`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main(argv: list[str]) -> int:
         return 2
     session = Session(options_from_env(), out_dir, rank_from_env())
     session.start()
+    status = 1  # until the payload is seen to end otherwise
     try:
         run_main(argv)
         status = 0
@@ -53,7 +56,7 @@ def main(argv: list[str]) -> int:
         status = 1
     finally:
         try:
-            session.stop()
+            session.stop(status)
         except Exception:  # a failing export must not hide the payload's own status
             traceback.print_exc()
     return status

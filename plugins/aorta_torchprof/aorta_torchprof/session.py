@@ -141,20 +141,33 @@ class Session:
         self.steps += 1
         self._prof.step()
 
-    def stop(self) -> None:
-        """Stop the profiler (flushing a window still recording) and write the text outputs."""
+    def stop(self, workload_status: int = 0) -> None:
+        """Stop the profiler (flushing a window still recording) and write the text outputs.
+
+        ``workload_status``: how the workload ended, where the caller knows it (the runner).
+        Non-zero, the workload failed: the session then prints nothing, so that the workload's
+        own error stays the last line of stderr, the line the trial's failure reason is read
+        from, and its no-trace note names the failure instead of the schedule.
+        """
         global _active
         _active = None
         if self._hook is not None:
             self._hook.remove()
         self._prof.stop()
+        failed = workload_status != 0
         if self.options.key_averages:
-            self._write_key_averages()
+            self._write_key_averages(quiet=failed)
         if not self.saved and (self.options.chrome_trace or self.options.tensorboard):
-            why = (f"rank {self.rank} wrote no trace: the schedule never reached an active step "
-                   f"({self.steps} steps seen with step_on={self.options.step_on}); set "
-                   "collector.torchprof.step_on=run or lower wait/warmup/skip_first")
-            print(f"aorta-torchprof: {why}", file=sys.stderr)
+            if failed:
+                why = (f"rank {self.rank} wrote no trace: the workload failed (exit status "
+                       f"{workload_status}) after {self.steps} steps with "
+                       f"step_on={self.options.step_on}, before the schedule reached an "
+                       "active step; its error is in the trial's stderr.log")
+            else:
+                why = (f"rank {self.rank} wrote no trace: the schedule never reached an active "
+                       f"step ({self.steps} steps seen with step_on={self.options.step_on}); "
+                       "set collector.torchprof.step_on=run or lower wait/warmup/skip_first")
+                print(f"aorta-torchprof: {why}", file=sys.stderr)
             # The parser says it in the record's warnings, where the user looks first.
             (self.out_dir / f"rank{self.rank}{NO_TRACE_SUFFIX}").write_text(why + "\n")
 
@@ -174,12 +187,13 @@ class Session:
             prof.export_chrome_trace(str(path))
             self.saved.append(path)
 
-    def _write_key_averages(self) -> None:
+    def _write_key_averages(self, quiet: bool = False) -> None:
         cuda = "cuda" in self.activities
         sort_by = "self_cuda_time_total" if cuda else "self_cpu_time_total"
         try:
             table = self._prof.key_averages().table(sort_by=sort_by, row_limit=50)
         except Exception as exc:  # the profiler may hold no events (nothing recorded)
-            print(f"aorta-torchprof: key_averages unavailable: {exc}", file=sys.stderr)
+            if not quiet:
+                print(f"aorta-torchprof: key_averages unavailable: {exc}", file=sys.stderr)
             return
         (self.out_dir / f"rank{self.rank}.key_averages.txt").write_text(table + "\n")

@@ -128,3 +128,34 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     assert parser.tables["torchprof top CPU ops (torchprof_top_cpu_ops)"] == [
         [str(rank), name] for rank, name in enumerate(hottest, 1)]
     assert not any("(torchprof)" in h for h in parser.headings)
+
+
+def test_a_failing_payload_keeps_its_own_error_in_the_record(tmp_path: Path) -> None:
+    """CPU only. A payload that exits 2 with one error line, after one optimizer step (too few
+    for the schedule to record): the record's error is that status and line, not the runner's
+    "wrote no trace" complaint, which stays out of stderr; the no-trace note in the record's
+    warnings names the failure instead of the schedule."""
+    script = tmp_path / "bad_config.py"
+    line = "bad_config: steps=-1 must be positive"
+    script.write_text(
+        "import sys\nimport torch\n"
+        "w = torch.nn.Parameter(torch.ones(4))\nopt = torch.optim.SGD([w], lr=0.1)\n"
+        "w.sum().backward()\nopt.step()\n"
+        f"print({line!r}, file=sys.stderr)\nsys.exit(2)\n"
+    )
+    out = tmp_path / "sweep"
+    done = _run_sweep(out, sys.executable, str(script))
+    assert done.returncode != 0, done.stderr[-3000:]  # a failed trial fails the sweep
+    trial = next(out.glob("cells/*/trial_000"))
+    record = json.loads((trial / "record.json").read_text())
+    assert record["verdict"] == "fail"
+    assert record["exit_code"] == 2
+    assert record["error"] == f"exit code 2: {line}"
+    stderr = (trial / "stderr.log").read_text()
+    # only Kineto's own log lines (``USDT:... profiler_stop``, as the profiler stops) follow it
+    assert [ln for ln in stderr.splitlines() if not ln.startswith(("USDT:", "STAGE:"))][-1] == line
+    assert "wrote no trace" not in stderr
+    assert record["warnings"]["torchprof"] == [
+        f"torchprof: no Kineto trace (*.json, *.json.gz) in {trial / 'torchprof'}: rank 0 wrote "
+        "no trace: the workload failed (exit status 2) after 1 steps with step_on=optimizer, "
+        "before the schedule reached an active step; its error is in the trial's stderr.log"]
