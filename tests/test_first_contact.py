@@ -150,8 +150,10 @@ def test_reason_skips_the_profilers_log_lines_after_the_error():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 2
-    assert "profiler_stop" in done.stderr.splitlines()[-1]  # Kineto's line came last
     assert reason(done.stderr) == "bad config: steps=-1"
+    if "profiler_stop" not in done.stderr.splitlines()[-1]:  # Kineto's line must come last
+        pytest.skip("this torch printed no Kineto log line as its profiler stopped (torch 2.13 "
+                    "on the CPU does; 2.11 with CUDA on the H100 did not)")
 
 
 def test_a_signal_is_named(tmp_path: Path):
