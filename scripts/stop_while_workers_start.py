@@ -18,20 +18,15 @@ import time
 from pathlib import Path
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+def _has_child(pid: int) -> bool:
+    """Whether any thread of ``pid`` has started a process (Linux's ``task/*/children``)."""
+    for listing in Path(f"/proc/{pid}/task").glob("*/children"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if listing.read_text().strip():
+                return True
         except OSError:
             continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        found += kids
-        todo += kids
-    return found
+    return False
 
 
 def main(folder: str, runs: int) -> int:
@@ -40,7 +35,7 @@ def main(folder: str, runs: int) -> int:
         proc = subprocess.Popen([sys.executable, "-m", "aorta_core", "parse", "torchprof", folder],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "AORTA_WORKERS": "2"})
-        while proc.poll() is None and not _descendants(proc.pid):
+        while proc.poll() is None and not _has_child(proc.pid):
             time.sleep(0.002)
         proc.send_signal(signal.SIGTERM)
         lines = proc.communicate()[1].strip().splitlines()
