@@ -128,9 +128,9 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace
     found, trials = [], []
     for folder, dirs, files in os.walk(trial):  # links to folders are not followed
         here = Path(folder)  # another trial inside is not this one's
-        trials += sorted(here / d for d in dirs if (here / d / RECORD_NAME).is_file())
-        dirs[:] = sorted(d for d in dirs
-                         if here / d not in claimed and not (here / d / RECORD_NAME).is_file())
+        inside = sorted(d for d in dirs if (here / d / RECORD_NAME).is_file())
+        trials += [here / d for d in inside]
+        dirs[:] = sorted(d for d in dirs if here / d not in claimed and d not in inside)
         named = sorted(here / name for name in files if name.endswith((".json", ".json.gz")))
         for path in named:
             if path.is_symlink():
