@@ -258,11 +258,12 @@ def test_a_timed_out_trial_is_timed_to_its_timeout_not_the_grace(tmp_path: Path)
 def _ghost_args(out: Path) -> list[str]:
     """Arguments of a Python that runs a one-trial sweep when started under an ``argv[0]`` that is
     no path (as some launchers do): Python then does not know its interpreter (``sys.executable``
-    is empty). Nor does it find the virtualenv it belongs to (nox's, a user's): this Python's
-    folders, with their ``.pth`` files (an editable install), are added before aorta runs. Skips
-    where this Python finds its interpreter anyway."""
-    start = (f"import runpy, site\nfor folder in {[p for p in sys.path if p]!r}:\n"
-             "    site.addsitedir(folder)\n")
+    is empty). Nor does it find the virtualenv it belongs to (nox's, a user's): its path is this
+    Python's folders, with their ``.pth`` files (an editable install), in this Python's order, so
+    that the base interpreter's own site-packages (a pyenv's, with other versions of aorta's
+    dependencies) cannot shadow the venv's. Skips where this Python finds its interpreter anyway."""
+    start = ("import runpy, site, sys\nsys.path[:] = []\n"
+             f"for folder in {[p for p in sys.path if p]!r}:\n    site.addsitedir(folder)\n")
     probe = subprocess.run(["ghost", "-c", start + "import sys, aorta_core; print(sys.executable)"],
                            executable=sys.executable, capture_output=True, text=True, check=True)
     if probe.stdout.strip():
