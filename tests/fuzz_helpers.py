@@ -82,12 +82,16 @@ def check_metrics(metrics: Any, prefix: str) -> None:
 def parse_checked(
     parse: Callable[[Path], Any], folder: Path, prefix: str, seconds: float = 20
 ) -> tuple[dict[str, Any], list[str]]:
-    """Metrics and warning texts of ``parse(folder)``, contract checked, within ``seconds``."""
+    """Metrics and warning texts of ``parse(folder)``, contract checked, within ``seconds``.
+    A ``ResourceWarning`` that names no file of ``folder`` is another object's, collected while
+    the parse ran (an H100 run caught ``unclosed file <_io.TextIOWrapper name=42 mode='w'>``
+    so); one of the parse's own names its file."""
     with warnings.catch_warnings(record=True) as caught, time_limit(seconds):
         warnings.simplefilter("always")
         metrics = parse(folder)
     check_metrics(metrics, prefix)
-    return metrics, [str(w.message) for w in caught]
+    return metrics, [str(w.message) for w in caught if str(folder) in str(w.message)
+                     or not issubclass(w.category, ResourceWarning)]
 
 
 # -- mutations --------------------------------------------------------------------------------

@@ -75,13 +75,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _carrying(token: str) -> list[int]:
-    """The processes whose environment still holds ``token``."""
+def _carrying(token: str, variable: str = TOKEN_ENV) -> list[int]:
+    """The processes whose environment still holds ``token`` (in ``variable``)."""
     found = []
     for name in filter(str.isdigit, os.listdir("/proc")):
         with contextlib.suppress(OSError):
             environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
-            if any(e.startswith(f"{TOKEN_ENV}=".encode()) and token.encode() in e
+            if any(e.startswith(f"{variable}=".encode()) and token.encode() in e
                    for e in environ):
                 found.append(int(name))
     return found

@@ -30,6 +30,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -205,6 +206,22 @@ def _start_worker(environ: dict[str, str]) -> None:
 #: first starts one); ``_SHARED_OFF`` outside any block.
 _SHARED_OFF = object()
 _shared: Any = _SHARED_OFF
+#: Set when a block is interrupted: the command is ending, and no worker may start any more
+#: (a collector hook's thread may still be mapping); cleared when the next block begins.
+_stopping = False
+#: Held while a pool is chosen or a worker may start (inside ``pool.submit``), and while an
+#: interrupted block ends its pool: a worker is forked before its pool knows it, and one forked
+#: in that gap (or in a pool made as the block ended) was never ended; this process's exit then
+#: removed the semaphore it was still reading, and it printed a traceback after the command's
+#: one line (on 16 cores every time).
+_lock = threading.Lock()
+#: How long an interrupted block waits for a worker's start (~10 ms; the server's: ~0.5 s).
+_START_WAIT_S = 5.0
+#: The queues of a pool ended by an interruption, kept so that this process's exit removes
+#: their semaphores, in its main thread: dropped last by a hook's thread still unwinding as
+#: the process ended, one was removed but never struck off the resource tracker's list, which
+#: then warned of a leak (one run in 300).
+_kept_until_exit: list[Any] = []
 
 
 @contextmanager
@@ -214,24 +231,19 @@ def shared_workers() -> Iterator[None]:
     when the block ends. The memory plan is per call as ever (the pool's idle workers hold
     little; each call measures what is available when it starts). Nested blocks share the
     outer one's pool."""
-    global _shared
+    global _shared, _stopping
     if _shared is not _SHARED_OFF:
         yield
         return
-    _shared = None
+    _shared, _stopping = None, False
     try:
         yield
     except BaseException:  # Ctrl-C, SIGTERM: the call using the pool may run in another thread
-        pool, _shared = _shared, _SHARED_OFF  # (a collector hook's), so its workers end here
-        if pool is not None:
-            _end_workers(pool)
-            pool.shutdown(wait=False, cancel_futures=True)
+        _stop_workers()  # (a collector hook's), so its workers end here
         raise
     pool, _shared = _shared, _SHARED_OFF
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
 
 
 @contextmanager
@@ -266,14 +278,16 @@ def _pool(fn: Callable[[Any], Any], count: int, alone: bool) -> tuple[ProcessPoo
     """A pool of ``count`` workers or more, and whether it is the shared one (kept at the end
     of the call). ``alone``: one-worker pools that find which item killed its worker."""
     global _shared
-    if _shared is _SHARED_OFF or alone:
-        return _new_pool(fn, count), False
-    if _shared is not None and _shared._max_workers < count:
-        _shared.shutdown(wait=True)
-        _shared = None
-    if _shared is None:
-        _shared = _new_pool(fn, count)
-    return _shared, True
+    with _lock:
+        _refuse_if_stopping()
+        if _shared is _SHARED_OFF or alone:
+            return _new_pool(fn, count), False
+        if _shared is not None and _shared._max_workers < count:
+            _shared.shutdown(wait=True)
+            _shared = None
+        if _shared is None:
+            _shared = _new_pool(fn, count)
+        return _shared, True
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
@@ -282,11 +296,56 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
         proc.terminate()
 
 
+def _stop_workers() -> None:
+    """Once no worker is half-started: end the shared pool's workers, and refuse every later
+    start (:func:`_refuse_if_stopping`)."""
+    global _shared, _stopping
+    waited = _lock.acquire(timeout=_START_WAIT_S)
+    try:
+        pool, _shared, _stopping = _shared, _SHARED_OFF, True
+        if pool is not None:
+            _kept_until_exit.append((pool._call_queue, pool._result_queue))
+            _end_workers(pool)
+            pool.shutdown(wait=False, cancel_futures=True)
+    finally:
+        if waited:
+            _lock.release()
+
+
+def _refuse_if_stopping() -> None:
+    if _stopping:
+        raise RuntimeError("no worker process started: the command is stopping")
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """In the main thread, Ctrl-C and SIGTERM wait for the block's end: raised inside ``submit``
+    after the fork, they left a worker its pool did not know, so nothing ended it. Elsewhere
+    (a hook's thread) no signal is raised, and :data:`_lock` keeps the ending out."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum, handler in previous.items():
+        if handler is not None:  # None: a handler not set from Python, left alone
+            signal.signal(signum, lambda got, frame: held.append(got))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
+        for signum in held:
+            signal.raise_signal(signum)  # to the handler it would have met
+
+
 def _drop_shared(pool: ProcessPoolExecutor) -> None:
     """Forget the shared pool (broken, or its call was interrupted): the next call starts one."""
     global _shared
-    if _shared is pool:
-        _shared = None
+    with _lock:
+        if _shared is pool:
+            _shared = None
 
 
 def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
@@ -384,7 +443,8 @@ def _submit(pool: ProcessPoolExecutor, fn: Callable[[Any], T], item: Any,
     not yet marked broken (``RuntimeError``), or add its item after the pool failed those it
     held, so that its future never resolves (:func:`_wait_one` looks at the pool's state)."""
     try:
-        with _main_left_behind(fn):  # a worker may start inside submit
+        with _lock, _signals_held(), _main_left_behind(fn):  # a worker may start in submit
+            _refuse_if_stopping()
             return pool.submit(_run, fn, item, environ)
     except Exception:
         _raise_if_broken(pool)
