@@ -20,7 +20,9 @@ events), and a file that exhausts memory costs that file, never the caller:
   (``AORTA_READ_LIMIT_MB``) holds there too;
 - inside :func:`shared_workers` (a command that maps several times, e.g. every trial's
   traces), the calls share one pool: its workers start once, keep the modules ``fn`` imported,
-  and end when the block does; outside it each call starts and ends its own.
+  and end when the block does; outside it each call starts and ends its own. A block stopped
+  by Ctrl-C or SIGTERM ends the pool's workers, also those a hook's thread was starting, and
+  no worker starts after it.
 """
 
 from __future__ import annotations
