@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import warnings
+from pathlib import Path
 
 
 def square(n: int) -> tuple[int, int]:
@@ -56,3 +58,19 @@ def collecting(_: object) -> bool:
     import gc
 
     return gc.isenabled()
+
+
+def die_when_seen(arg: tuple[int, str]) -> int:
+    """Item 0 kills its worker once item 1 has begun (as the system kills a worker mid-run);
+    item 1 notes each attempt's pid in ``<folder>/attempts``, then runs a minute (a big
+    parse)."""
+    n, folder = arg
+    attempts = Path(folder) / "attempts"
+    if n == 0:
+        while not attempts.exists():
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGKILL)
+    with open(attempts, "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(60)
+    return n

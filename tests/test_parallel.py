@@ -7,11 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 
 import parallel_tasks
 import pytest
+from test_parse_pool import _alive
 
 from aorta_core.api.parallel import (
     WORKERS_ENV,
@@ -240,6 +243,47 @@ def test_calls_inside_shared_workers_reuse_one_pool(monkeypatch: pytest.MonkeyPa
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     assert not apart[0] & apart[1], "outside the block each call has its own workers"
+
+
+
+def test_an_interrupted_block_ends_the_workers_of_every_pool_of_its_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while a collector hook's thread maps on the one-worker pools that follow a
+    worker's death: their worker ends with the block (it ran its item to the end, and the exit
+    waited for it), and that thread starts no more workers."""
+    monkeypatch.setenv(WORKERS_ENV, "2")
+    attempts, ended = tmp_path / "attempts", []
+    items = [(0, str(tmp_path)), (1, str(tmp_path))]
+    hook = threading.Thread(target=lambda: ended.append(_outcome(parallel_tasks.die_when_seen,
+                                                                 items)), daemon=True)
+    with pytest.raises(KeyboardInterrupt), shared_workers():
+        hook.start()
+        deadline = time.monotonic() + 60
+        while len(_pids(attempts)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(_pids(attempts)) == 2, "item 1 never ran on a one-worker pool"
+        raise KeyboardInterrupt
+    alone = _pids(attempts)[1]
+    deadline = time.monotonic() + 10
+    while _alive(alone) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(alone), "the one-worker pool's worker outlived the block"
+    hook.join(10)
+    assert ended, "the hook's thread still maps"
+    with shared_workers():  # the main thread and new threads map as ever
+        assert [d.value for d in parallel_map(parallel_tasks.env, ["HOME"] * 2)] == [
+            os.environ["HOME"]] * 2
+
+
+def _outcome(fn, items) -> list | BaseException:
+    try:
+        return list(parallel_map(fn, items, workers=2))
+    except BaseException as exc:
+        return exc
+
+
+def _pids(path: Path) -> list[int]:
+    return [int(pid) for pid in path.read_text().split()] if path.exists() else []
 
 
 _PRESTART = """

@@ -34,6 +34,7 @@ import signal
 import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -189,10 +190,25 @@ def prestart(*modules: str, min_cores: int = 3) -> None:
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(modules))
+    _start_server(context)
+
+
+def _start_server(context: multiprocessing.context.BaseContext) -> None:
+    """Start the worker server (where the context has one) with SIGINT blocked: Ctrl-C reaches
+    the terminal's whole process group, and a server still starting its interpreter died of it
+    with a "Fatal Python error: init_sys_streams" (1 run in 30). Once up, the server ignores
+    SIGINT, and its workers inherit the blocked mask until they ignore it too."""
+    if context.get_start_method() != "forkserver":
+        return
     from multiprocessing import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(list(modules))
-    forkserver.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _start_worker(environ: dict[str, str]) -> None:
@@ -208,17 +224,19 @@ def _start_worker(environ: dict[str, str]) -> None:
 #: first starts one); ``_SHARED_OFF`` outside any block.
 _SHARED_OFF = object()
 _shared: Any = _SHARED_OFF
-#: Set when a block is interrupted: the command is ending, and no worker may start any more
-#: (a collector hook's thread may still be mapping); cleared when the next block begins.
-_stopping = False
+#: Inside a block: every pool its calls use and have not shut down (the shared one, and the
+#: one-worker pools that follow a worker's death), all ended when the block is interrupted.
+_block_pools: set[Any] = set()
+#: The threads that ran when a block was interrupted (Ctrl-C, SIGTERM): the command is ending,
+#: and none of them (a collector hook's, still mapping) may start a worker any more.
+_stopped_threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
 #: Held while a pool is chosen or a worker may start (inside ``pool.submit``), and while an
-#: interrupted block ends its pool: a worker is forked before its pool knows it, and one forked
+#: interrupted block ends its pools: a worker is forked before its pool knows it, and one forked
 #: in that gap (or in a pool made as the block ended) was never ended; this process's exit then
 #: removed the semaphore it was still reading, and it printed a traceback after the command's
-#: one line (on 16 cores every time).
-_lock = threading.Lock()
-#: How long an interrupted block waits for a worker's start (~10 ms; the server's: ~0.5 s).
-_START_WAIT_S = 5.0
+#: one line (on 16 cores every time). Reentrant: a generator of this module closed by the
+#: garbage collector inside the lock takes it again.
+_lock = threading.RLock()
 #: The queues of a pool ended by an interruption, kept so that this process's exit removes
 #: their semaphores, in its main thread: dropped last by a hook's thread still unwinding as
 #: the process ended, one was removed but never struck off the resource tracker's list, which
@@ -233,17 +251,19 @@ def shared_workers() -> Iterator[None]:
     when the block ends. The memory plan is per call as ever (the pool's idle workers hold
     little; each call measures what is available when it starts). Nested blocks share the
     outer one's pool."""
-    global _shared, _stopping
+    global _shared
     if _shared is not _SHARED_OFF:
         yield
         return
-    _shared, _stopping = None, False
+    _shared = None
     try:
         yield
-    except BaseException:  # Ctrl-C, SIGTERM: the call using the pool may run in another thread
-        _stop_workers()  # (a collector hook's), so its workers end here
+    except BaseException as exc:  # Ctrl-C, SIGTERM: the call using the pools may run in another
+        _end_block(stopping=isinstance(exc, KeyboardInterrupt))  # thread (a collector hook's)
         raise
-    pool, _shared = _shared, _SHARED_OFF
+    with _lock:
+        pool, _shared = _shared, _SHARED_OFF
+        _block_pools.clear()
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -272,7 +292,9 @@ def _main_left_behind(fn: Callable[[Any], Any]) -> Iterator[None]:
 def _new_pool(fn: Callable[[Any], Any], count: int) -> ProcessPoolExecutor:
     from concurrent.futures import ProcessPoolExecutor
 
-    return ProcessPoolExecutor(count, mp_context=_context(fn), initializer=_start_worker,
+    context = _context(fn)
+    _start_server(context)
+    return ProcessPoolExecutor(count, mp_context=context, initializer=_start_worker,
                                initargs=(dict(os.environ),))
 
 
@@ -282,13 +304,18 @@ def _pool(fn: Callable[[Any], Any], count: int, alone: bool) -> tuple[ProcessPoo
     global _shared
     with _lock:
         _refuse_if_stopping()
-        if _shared is _SHARED_OFF or alone:
+        if _shared is _SHARED_OFF:
             return _new_pool(fn, count), False
-        if _shared is not None and _shared._max_workers < count:
+        if not alone and _shared is not None and _shared._max_workers < count:
             _shared.shutdown(wait=True)
+            _block_pools.discard(_shared)
             _shared = None
-        if _shared is None:
-            _shared = _new_pool(fn, count)
+        if alone or _shared is None:
+            pool = _new_pool(fn, count)
+            _block_pools.add(pool)
+            if alone:
+                return pool, False
+            _shared = pool
         return _shared, True
 
 
@@ -298,54 +325,84 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
         proc.terminate()
 
 
-def _stop_workers() -> None:
-    """Once no worker is half-started: end the shared pool's workers, and refuse every later
-    start (:func:`_refuse_if_stopping`)."""
-    global _shared, _stopping
-    waited = _lock.acquire(timeout=_START_WAIT_S)
-    try:
-        pool, _shared, _stopping = _shared, _SHARED_OFF, True
-        if pool is not None:
+def _end_block(stopping: bool) -> None:
+    """Once no worker is half-started (a start takes ~10 ms, the server's ~0.5 s; a second
+    Ctrl-C stops the wait): end the workers of every pool of the block, and when the command is
+    ``stopping`` refuse the other threads every later start (:func:`_refuse_if_stopping`)."""
+    global _shared
+    with _lock:
+        pools, _shared = list(_block_pools), _SHARED_OFF
+        _block_pools.clear()
+        if stopping:
+            _stopped_threads.update(t for t in threading.enumerate()
+                                    if t is not threading.current_thread())
+        for pool in pools:
             _kept_until_exit.append((pool._call_queue, pool._result_queue))
             _end_workers(pool)
             pool.shutdown(wait=False, cancel_futures=True)
-    finally:
-        if waited:
-            _lock.release()
 
 
 def _refuse_if_stopping() -> None:
-    if _stopping:
+    if threading.current_thread() in _stopped_threads:
         raise RuntimeError("no worker process started: the command is stopping")
+
+
+#: In the main thread's ``submit``: the signal that came meanwhile (``None`` outside one).
+_held: list[int] | None = None
+
+
+class _Holding:
+    """SIGINT's or SIGTERM's handler during the main thread's ``submit``: the first signal waits
+    for the submit's end, a second goes through at once (a server that never answers must not
+    make Ctrl-C wait for ever). Outside a submit (left installed by a signal that came while the
+    handlers were swapped back) it hands every signal on, as if it were not there."""
+
+    def __init__(self, replaced: Any) -> None:
+        self.replaced = replaced
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if _held == []:
+            _held.append(signum)
+        elif callable(self.replaced):
+            self.replaced(signum, frame)
+        else:  # SIG_DFL: what the signal does to a process without a handler
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
 
 
 @contextmanager
 def _signals_held() -> Iterator[None]:
-    """In the main thread, Ctrl-C and SIGTERM wait for the block's end: raised inside ``submit``
-    after the fork, they left a worker its pool did not know, so nothing ended it. Elsewhere
-    (a hook's thread) no signal is raised, and :data:`_lock` keeps the ending out."""
+    """In the main thread, Ctrl-C and SIGTERM wait for the block's end (:class:`_Holding`):
+    raised inside ``submit`` after the fork, they left a worker its pool did not know, so
+    nothing ended it. Elsewhere (a hook's thread) no signal is raised, and :data:`_lock` keeps
+    the ending out."""
+    global _held
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held: list[int] = []
-    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    for signum, handler in previous.items():
-        if handler is not None:  # None: a handler not set from Python, left alone
-            signal.signal(signum, lambda got, frame: held.append(got))
+    replaced = {}
+    _held = []
     try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(signum)  # None: not set from Python, left alone
+            if handler not in (None, signal.SIG_IGN) and not isinstance(handler, _Holding):
+                signal.signal(signum, _Holding(handler))
+                replaced[signum] = handler
         yield
     finally:
-        for signum, handler in previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
+        held, _held = _held, None
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
         for signum in held:
             signal.raise_signal(signum)  # to the handler it would have met
 
 
-def _drop_shared(pool: ProcessPoolExecutor) -> None:
-    """Forget the shared pool (broken, or its call was interrupted): the next call starts one."""
+def _forget(pool: ProcessPoolExecutor) -> None:
+    """Forget a pool that was shut down (the shared one broke, or its call was interrupted):
+    the next call starts one."""
     global _shared
     with _lock:
+        _block_pools.discard(pool)
         if _shared is pool:
             _shared = None
 
@@ -410,7 +467,6 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
             if shared and _shared is _SHARED_OFF:  # its block ended it (Ctrl-C): stop, no retry
                 raise
             shared = False
-            _drop_shared(pool)
             _end_workers(pool)  # with any a racing submit started: see _submit
             if alone:  # it died alone: that item is the culprit
                 culprit = min(running)
@@ -421,12 +477,12 @@ def _pooled(fn: Callable[[Any], T], items: list[Any], needs: list[int], free: in
             pending, count, alone = sorted([*running, *pending]), 1, True
         except BaseException:  # Ctrl-C or the caller stopped early: end the workers now
             shared = False
-            _drop_shared(pool)
             _end_workers(pool)
             raise
         finally:
-            if not shared:
+            if not shared:  # (a broken or interrupted shared pool too: the next call starts one)
                 pool.shutdown(wait=True, cancel_futures=True)
+                _forget(pool)
     while emitted in done:
         yield done.pop(emitted)
         emitted += 1
