@@ -21,8 +21,8 @@ events), and a file that exhausts memory costs that file, never the caller:
 - inside :func:`shared_workers` (a command that maps several times, e.g. every trial's
   traces), the calls share one pool: its workers start once, keep the modules ``fn`` imported,
   and end when the block does; outside it each call starts and ends its own. A block stopped
-  by Ctrl-C or SIGTERM ends the pool's workers, also those a hook's thread was starting, and
-  no worker starts after it.
+  by Ctrl-C or SIGTERM ends the workers of every pool its calls used, also those a hook's
+  thread was starting, and that thread starts no worker after it.
 """
 
 from __future__ import annotations
@@ -198,8 +198,9 @@ def prestart(*modules: str, min_cores: int = 3) -> None:
 def _start_server(context: multiprocessing.context.BaseContext) -> None:
     """Start the worker server (where the context has one) with SIGINT blocked: Ctrl-C reaches
     the terminal's whole process group, and a server still starting its interpreter died of it
-    with a "Fatal Python error: init_sys_streams" (1 run in 30). Once up, the server ignores
-    SIGINT, and its workers inherit the blocked mask until they ignore it too."""
+    with a "Fatal Python error: init_sys_streams" (1 run in 30 in a review's test). Once up,
+    the server ignores SIGINT, and its workers inherit the blocked mask until they ignore it
+    too."""
     if context.get_start_method() != "forkserver":
         return
     from multiprocessing import forkserver
