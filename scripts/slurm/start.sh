@@ -27,6 +27,15 @@ state=$(cd "$1" && pwd)
 [[ -e $state/slurm.conf ]] && {
   echo "error: $state already holds a cluster (slurm.conf); stop it with scripts/slurm/stop.sh $state or use an empty folder" >&2
   exit 1; }
+# slurm.conf and MariaDB's install script split a path at its spaces (a checkout in "My Work"
+# failed so): the daemons reach a folder whose path holds other than [A-Za-z0-9_./-] through a
+# link of a plain path, which stop.sh removes
+if [[ $state =~ [^A-Za-z0-9_./-] ]]; then
+  link=$(mktemp -d /tmp/aorta-slurm.XXXXXX)/state
+  ln -s "$state" "$link"
+  echo "$link" > "$state/link"
+  state=$link
+fi
 port=${SLURM_PORT_BASE:-16817}
 cpus=$(nproc)
 mkdir -p "$state"/{munge,ctld,spool,log,db}

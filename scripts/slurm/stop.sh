@@ -19,4 +19,10 @@ for pidfile in "$state"/slurmd-*.pid "$state/slurmctld.pid" "$state/slurmdbd.pid
   done
   kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
 done
+# the link start.sh made for a path with spaces, and its folder
+if [[ -s $state/link ]]; then
+  link=$(<"$state/link")
+  [[ $link == /tmp/aorta-slurm.*/state && -L $link ]] && rm -f "$link" && rmdir "$(dirname "$link")"
+  rm -f "$state/link"
+fi
 exit 0
