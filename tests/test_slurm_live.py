@@ -5,6 +5,7 @@ cluster answers."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,8 +168,9 @@ def test_the_multi_node_script_runs_torchrun_under_srun_across_two_slurm_nodes(t
     script = REPO / "scripts/multi_node/local_launch.sh"
     done = subprocess.run(
         ["srun", "-N2", "--ntasks-per-node=1", "--label", "bash", "-c",
-         f'echo "on $SLURMD_NODENAME"; exec {script} $SLURM_NODEID 127.0.0.1 127.0.0.1 29533 2 '
-         f"2 {tmp_path / 'exp'} {config} 1 4 128"],
+         f'echo "on $SLURMD_NODENAME"; exec {shlex.quote(str(script))} $SLURM_NODEID 127.0.0.1 '
+         f"127.0.0.1 29533 2 2 {shlex.quote(str(tmp_path / 'exp'))} {shlex.quote(str(config))} "
+         "1 4 128"],  # quoted: a checkout's path may hold spaces
         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = (done.stdout + done.stderr).splitlines()
