@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import stat
@@ -217,7 +218,8 @@ def test_ctrl_c_or_sigterm_is_one_line_and_the_rerun_resumes(tmp_path: Path, sig
     kept = len(records(out))
     assert 1 <= kept < 4
     assert err.strip().splitlines()[-1] == (
-        f"aorta: error: {how}: {kept} trials recorded; run the same command again to resume")
+        f"aorta: error: {how}: {kept} trials recorded in {out}; run the same command again to "
+        f"resume (from another folder: add {shlex.quote(f'output={out}')})")
     assert "Traceback" not in err
     assert (out / ".aorta.lock").read_bytes() == b""  # released: no pid left behind
     again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,

@@ -95,7 +95,7 @@ def test_a_sweep_in_an_allocation_of_its_own_ends_on_sigterm_as_any_sweep(tmp_pa
     sweep with its resume line, not only the running cell."""
     stderr, out, status = _sweep_signalled(tmp_path, signal.SIGTERM, {"SLURM_JOB_ID": "4242"})
     assert status == 143, stderr
-    assert "aorta: error: terminated (SIGTERM): 0 trials recorded; run the same command again " \
-           "to resume" in stderr
+    assert f"aorta: error: terminated (SIGTERM): 0 trials recorded in {out}; run the same " \
+           "command again to resume" in stderr
     assert "Slurm ended job" not in stderr
     assert list(out.glob("cells/*/trial_*/record.json")) == []

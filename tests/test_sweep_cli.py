@@ -132,8 +132,9 @@ def test_resume_refuses_a_different_command_in_the_same_output(tmp_path: Path):
     assert run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", "true"],
                      cwd=tmp_path).returncode == 0
     done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "--", "false"], cwd=tmp_path)
-    assert done.returncode == 1
-    assert "holds trials of another command" in done.stderr
+    assert done.returncode == 2
+    assert "holds trials of another run (command argument 0: 'true' then, 'false' now)" \
+        in done.stderr
     assert [r["argv"] for r in records(out)] == [["true"]]
 
 

@@ -21,11 +21,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 from rich.markup import escape
 
-from aorta_core.app.driver import SweepAbort
-from aorta_core.engine.cell_state import completed, refuse, skip, write_cell_file
+from aorta_core.app.driver import OTHER_RUN, RERUN, SweepAbort
+from aorta_core.engine.cell_state import OtherRun, refuse, skip, trial_state, write_cell_file
 from aorta_core.engine.cells import Cell, ConfigError, Place, build_cell
 from aorta_core.engine.plugins import Registry
-from aorta_core.engine.progress import console, trial_line, warning_line
+from aorta_core.engine.progress import console, error_line, trial_line, warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, TrialRecord, load_record
 from aorta_core.engine.trial import probe_attach, run_trial
 from aorta_core.reports.timeline import timeline_step
@@ -109,11 +109,19 @@ def run_agreement(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
         else:
             refuse(place, reason, agree=_marker(cfg, place.name, registry))
     trials = int(cfg.trials)
-    todo = {}
-    for cell in cells:
+    todo, whys, other = {}, [], []
+    for cell in list(cells):
         rounds = _rounds(cfg, cell.name, registry)
+        try:
+            states = {i: why for i in range(rounds) if (why := trial_state(cell, i))}
+        except OtherRun as exc:  # its folder is another run's: left as it is
+            error_line(f"cell {cell.name}: {exc}")
+            cells.remove(cell)
+            other.append(cell.name)
+            continue
         write_cell_file(cell, rounds, agree=_marker(cfg, cell.name, registry))
-        todo[cell.name] = [i for i in range(rounds) if not completed(cell, i)]
+        todo[cell.name] = list(states)
+        whys += [why for why in states.values() if why != "new"]
     _plan(cells, todo, trials)
     verdicts: dict[str, dict[str, int]] = {c.name: {} for c in cells}
     measured = False
@@ -132,7 +140,7 @@ def run_agreement(cfg: DictConfig, registry: Registry) -> dict[str, Any]:
         if firsts and not measured:
             measured = True
             _measured_estimate(cells, todo, index, firsts)
-    return {"agree": verdicts}
+    return {"agree": verdicts, RERUN: whys, OTHER_RUN: bool(other) and not cells}
 
 
 def _walls(cell: Cell) -> list[float]:

@@ -18,12 +18,12 @@ from hydra.plugins.config_source import ConfigLoadError
 from omegaconf import DictConfig, OmegaConf
 
 from aorta_core.api.files import READ_LIMIT_ENV, disk_full
-from aorta_core.app.driver import SweepAbort
+from aorta_core.app.driver import OTHER_RUN, RERUN, SweepAbort
 from aorta_core.engine.argv import to_config
-from aorta_core.engine.cell_state import completed, refuse, write_cell_file
+from aorta_core.engine.cell_state import OtherRun, refuse, trial_state, write_cell_file
 from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
 from aorta_core.engine.plugins import load_registry
-from aorta_core.engine.progress import CellProgress, cell_label, warning_line
+from aorta_core.engine.progress import CellProgress, cell_label, error_line, warning_line
 from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_record
 from aorta_core.engine.slots import device_slot
 from aorta_core.engine.trial import run_trial
@@ -122,7 +122,7 @@ class _EndedBySlurm:
                      "to run them")
 
 
-def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[str, int]:
+def _run_trials(cfg: DictConfig, cell: Cell, todo: dict[int, str], registry) -> dict[str, int]:
     verdicts: dict[str, int] = {}
     devices = OmegaConf.to_container(cfg.devices) if cfg.get("devices") is not None else None
     slot = device_slot(Path(str(cfg.output)), devices, int(cfg.devices_per_cell),
@@ -130,8 +130,8 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: list[int], registry) -> dict[
     with slot as device_env:
         cell = dataclasses.replace(cell, env={**cell.env, **device_env})
         label = cell_label(cell.name, cell.axes, _swept())
-        with (CellProgress(cell, int(cfg.trials), int(cfg.trials) - len(todo), label)
-              as progress, _EndedBySlurm() as slurm):
+        with (CellProgress(cell, int(cfg.trials), todo, label) as progress,
+              _EndedBySlurm() as slurm):
             for index in todo:
                 progress.start(index)
                 record = run_trial(cell, index, registry, _after_run(cell))
@@ -147,11 +147,15 @@ def _one_cell(cfg: DictConfig, hydra_cfg: Any, registry) -> dict[str, Any]:
     place = place_of(hydra_cfg)
     try:
         cell = build_cell(cfg, place, registry)
-        todo = [i for i in range(int(cfg.trials)) if not completed(cell, i)]
+        todo = {i: why for i in range(int(cfg.trials)) if (why := trial_state(cell, i))}
     except ConfigError as exc:
         return refuse(place, str(exc))
+    except OtherRun as exc:  # its folder is another run's: left as it is
+        error_line(f"cell {place.name}: {exc}")
+        return {"cell": place.name, "error": str(exc), OTHER_RUN: True}
     write_cell_file(cell, int(cfg.trials))
-    return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry)}
+    return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry),
+            RERUN: [why for why in todo.values() if why != "new"]}
 
 
 def run_cell(cfg: DictConfig) -> dict[str, Any]:
@@ -184,8 +188,9 @@ def hydra_main(cfg: DictConfig) -> dict[str, Any]:
     return run_cell(cfg)
 
 
-def run_jobs() -> None:
-    """Hydra's jobs for ``sys.argv``, with an error Hydra would report raised to the caller.
+def run_jobs() -> list[dict[str, Any]]:
+    """Hydra's jobs for ``sys.argv``, with an error Hydra would report raised to the caller;
+    what each job returned (:func:`run_cell`), from whichever launcher ran it.
 
     Hydra prints what it catches (a multi-line report, a traceback) and exits 1; the driver wants
     the exception, to say it in one line and remove what the failed start wrote. Setting Hydra's
@@ -196,8 +201,23 @@ def run_jobs() -> None:
     import hydra._internal.utils as hydra_utils
 
     report = hydra_utils.run_and_report
-    hydra_utils.run_and_report = lambda func: func()
+    returned: list[Any] = []
+    hydra_utils.run_and_report = lambda func: returned.append(func()) or returned[-1]
     try:
         hydra_main()
     finally:
         hydra_utils.run_and_report = report
+    return _job_values(returned)
+
+
+def _job_values(value: Any) -> list[dict[str, Any]]:
+    """The values of the completed jobs among what Hydra's calls returned (the sweeper returns
+    its launcher's ``JobReturn`` objects, batch by batch)."""
+    from hydra.core.utils import JobReturn, JobStatus
+
+    if isinstance(value, JobReturn):
+        done = value.status == JobStatus.COMPLETED and isinstance(value.return_value, dict)
+        return [value.return_value] if done else []
+    if isinstance(value, list | tuple):
+        return [v for item in value for v in _job_values(item)]
+    return []

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import stat
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from aorta_core.api.files import FileRefused, read_regular, write_atomic
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.lock import SweepLock, SweepLockedError
-from aorta_core.engine.progress import error_line, warning_line
-from aorta_core.engine.records import RECORD_NAME
+from aorta_core.engine.progress import console, error_line, escape, rerun_what, warning_line
+from aorta_core.engine.records import RECORD_LIMIT, RECORD_NAME
 
 MULTIRUN_YAML = "multirun.yaml"
+#: What a job's value holds for the driver: its cell was refused as another run's and left
+#: untouched; why each of its recorded trials that ran again did (``error``, ``fail``, ``bad``).
+OTHER_RUN, RERUN = "other_run", "rerun"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
@@ -57,8 +63,17 @@ class SweepAbort(BaseException):
 
 
 def _writable(output: Path) -> str | None:
-    """Why the sweep cannot write into ``output``: not writable, or ``cells`` or a cell folder
-    in it a link."""
+    """Why the sweep cannot write into ``output``: a folder of the user's own (aorta would
+    replace their ``perf.md``), not writable, or ``cells`` or a cell folder in it a link."""
+    from aorta_core.app.run_folder import foreign_files
+
+    foreign = foreign_files(output)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                          else "")
+        return (f"output={output} holds files aorta did not write ({shown}); a sweep writes "
+                "cells/, matrix.json, perf.md and report.html there: choose a new or empty "
+                "output=<dir>")
     try:
         output.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".aorta.write-test.", dir=output)  # never a link
@@ -112,9 +127,35 @@ def _unstarted(exc: Exception) -> str:
     return f"the sweep could not start ({exception_line(exc)}); nothing ran: {fix}"
 
 
-def _undo_start(output: Path, existing: Path, earlier: set[str]) -> None:
+class _TopFiles:
+    """The files at the output's top that a sweep rewrites as it starts, before any cell runs
+    (its run file, Hydra's ``multirun.yaml``): kept as they were, to be put back, bytes and
+    times, by a sweep that ends having changed nothing."""
+
+    def __init__(self, output: Path) -> None:
+        from aorta_core.app.run_folder import RUN_FILE
+
+        self.saved: dict[Path, tuple[bytes, os.stat_result] | None] = {}
+        for path in (output / RUN_FILE, output / MULTIRUN_YAML):
+            try:
+                self.saved[path] = (read_regular(path, RECORD_LIMIT), os.stat(path))
+            except (OSError, FileRefused):  # none there, or not aorta's to keep (a link, FIFO)
+                self.saved[path] = None
+
+    def put_back(self) -> None:
+        for path, kept in self.saved.items():
+            if kept is None:
+                path.unlink(missing_ok=True)
+                continue
+            write_atomic(path, kept[0])
+            os.utime(path, ns=(kept[1].st_atime_ns, kept[1].st_mtime_ns))
+
+
+def _undo_start(output: Path, existing: Path, earlier: set[str], top: _TopFiles) -> None:
     """Remove what a sweep that never ran a trial wrote (Hydra's ``multirun.yaml``, a launcher's
-    folders, the lock file while still held), and the folders it made below ``existing``."""
+    folders, the lock file while still held, its run file), and the folders it made below
+    ``existing``; what an earlier run had there is put back as it was."""
+    top.put_back()
     for path in output.iterdir():
         if path.name in earlier:
             continue
@@ -129,13 +170,19 @@ def _undo_start(output: Path, existing: Path, earlier: set[str]) -> None:
             folder.rmdir()
 
 
-def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> int:
-    """Run the sweep's jobs into ``output`` under its lock; return the exit status.
+def drive(output: Path, run_jobs: Callable[[], list[dict[str, Any]]], allow_failures: bool,
+          run: str, existing: Path | None = None) -> int:
+    """Run the sweep's jobs into ``output`` under its lock; return the exit status. ``run``: the
+    command line's identity (:func:`~aorta_core.app.run_folder.identity`), kept in the output's
+    run file; ``existing``: the folder that existed before the caller made ``output``.
 
     When Hydra or its launcher fails before any trial is recorded, the reason is one line, exit
-    status 2, and what the attempt wrote is removed (nothing is left behind).
+    status 2, and what the attempt wrote is removed (nothing is left behind). When every cell
+    is refused as another run's (:data:`OTHER_RUN`), nothing in the output changes.
     """
-    existing = next(p for p in (output, *output.parents) if p.exists())
+    from aorta_core.app.run_folder import mark_started
+
+    existing = existing or next(p for p in (output, *output.parents) if p.exists())
     earlier = {p.name for p in output.iterdir()} if output.is_dir() else set()
     problem = _writable(output)
     if problem is not None:
@@ -151,10 +198,12 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
         warning_line(f"taking over the lock of a sweep that ended without releasing it "
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
     recorded = recorded_trials(output)
+    top = _TopFiles(output)
     _clear_multirun_yaml(output)
     with sigterm_interrupts():
         try:
-            run_jobs()
+            mark_started(output, run)
+            values = run_jobs()
         except SweepAbort as exc:
             error_line(str(exc))
             return EXIT_FAILED
@@ -162,8 +211,9 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
             for signum in (signal.SIGINT, signal.SIGTERM):  # a second one must not cut this short
                 signal.signal(signum, signal.SIG_IGN)
             how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            error_line(f"{how}: {recorded_trials(output)} trials recorded; "
-                       "run the same command again to resume")
+            error_line(f"{how}: {recorded_trials(output)} trials recorded in {output}; run the "
+                       "same command again to resume (from another folder: add "
+                       f"{shlex.quote(f'output={output}')})")
             return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
         except Exception as exc:
             if recorded_trials(output) > recorded:  # trials ran: a fault of a job, not of the
@@ -173,24 +223,45 @@ def drive(output: Path, run_jobs: Callable[[], None], allow_failures: bool) -> i
                            f"{recorded_trials(output)} trial records are kept: run the same "
                            "command again to resume (HYDRA_FULL_ERROR=1 shows the traceback)")
                 return EXIT_FAILED
-            _undo_start(output, existing, earlier)
+            _undo_start(output, existing, earlier, top)
             if os.environ.get("HYDRA_FULL_ERROR") == "1":  # Hydra's switch for the traceback
                 raise
             error_line(_unstarted(exc))
             return EXIT_USAGE
         else:
-            return _finish(output, allow_failures)
+            if values and all(v.get(OTHER_RUN) for v in values):
+                top.put_back()
+                return EXIT_USAGE
+            status = _finish(output, run, allow_failures)
+            _rerun_line(values)
+            refused = any(v.get(OTHER_RUN) for v in values) and not allow_failures
+            return max(status, EXIT_FAILED if refused else EXIT_OK)
         finally:
             lock.release()
 
 
-def _finish(output: Path, allow_failures: bool) -> int:
+def _rerun_line(values: list[dict[str, Any]]) -> None:
+    """What this sweep ran again of the trials earlier runs recorded, and where those are."""
+    whys = [why for v in values for why in v.get(RERUN) or ()]
+    if whys:
+        console().print(f"re-ran {len(whys)} recorded trial(s) ({escape(rerun_what(whys))}); "
+                        "each earlier attempt is kept in its trial folder, under "
+                        "attempts/<n>/")
+
+
+def _finish(output: Path, run: str, allow_failures: bool) -> int:
+    from aorta_core.app.run_folder import mark_finished
     from aorta_core.app.summary import finish
 
     try:
         result = finish(output)
     except Exception as exc:  # the records are safe; only the merge failed
+        mark_finished(output, run, None)
         error_line(f"could not write the matrix of {output} ({exception_line(exc)}); "
                    f"the trial records are kept: fix the cause, then run aorta matrix {output}")
         return EXIT_FAILED
+    totals = Counter()
+    for cell in result.cells:
+        totals.update({k: v for k, v in cell["trials"].items() if k != "total"})
+    mark_finished(output, run, dict(totals))
     return status_of(result.cells, allow_failures)

@@ -98,6 +98,8 @@ class Plan:
     """What the driver needs from the composed config."""
 
     allow_failures: bool = False
+    #: Which recorded trials run again (``retry``).
+    retry: str = "errored"
     #: ``output=<dir>`` made absolute; None: not given.
     output: Path | None = None
     #: The keys the sweep varies: what tells its cells apart.
@@ -388,6 +390,6 @@ def check(args: list[str], command: list[str] | None) -> Plan:
     _collector_keys(cfg)
     _selected_somewhere(composer)
     _command_given(settings, args, command)
-    return Plan(allow_failures=settings.allow_failures, output=output,
+    return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
                 swept=tuple(a.key for a in axes),
                 hydra_args=tuple(composer.forced.get(a, a) for a in rest))

@@ -5,11 +5,10 @@ check the line, then let Hydra run one job per cell. Shared by ``aorta`` itself 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from aorta_core.engine.argv import split_command
-from aorta_core.engine.progress import error_line, warning_line
+from aorta_core.engine.progress import console, error_line, escape, warning_line
 
 _INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")
 
@@ -50,8 +49,9 @@ def run_sweep(args: list[str]) -> int:
     load_registry_or_exit()  # one warning per unusable collector, before anything runs
     from aorta_core.app import searchpath
     from aorta_core.app.cell_job import hydra_main, register_command, run_jobs
-    from aorta_core.app.driver import EXIT_USAGE, drive
-    from aorta_core.app.precheck import UsageError, check
+    from aorta_core.app.driver import EXIT_USAGE, drive, recorded_trials
+    from aorta_core.app.precheck import UsageError, check, without_output
+    from aorta_core.app.run_folder import identity, new_output, resumable
 
     searchpath.install()
     try:
@@ -65,6 +65,20 @@ def run_sweep(args: list[str]) -> int:
         sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
         hydra_main()
         return 0
-    output = output or Path.cwd() / "aorta_runs" / time.strftime("%Y%m%d-%H%M%S")
+    run = identity(without_output(hydra_args), command)
+    existing = None
+    if output is None:
+        output = resumable(run, plan.retry)
+        if output is not None:
+            console().print(f"resuming {escape(str(output))}, the latest run of this command, "
+                            f"which has trials left to run ({recorded_trials(output)} recorded); "
+                            "give output=<dir> for a new run")
+        else:
+            try:
+                output, existing = new_output()
+            except OSError as exc:
+                error_line(f"cannot make a folder for the run in {Path.cwd()} "
+                           f"({exc.strerror or exc}); give a writable output=<dir>")
+                return EXIT_USAGE
     sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
-    return drive(output, run_jobs, plan.allow_failures)
+    return drive(output, run_jobs, plan.allow_failures, run, existing)

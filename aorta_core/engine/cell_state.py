@@ -1,38 +1,73 @@
-"""What a cell's folder says about it: which trials have good records, and its cell file,
-written when it runs, when it cannot run and when it is left out on purpose."""
+"""What a cell's folder says about it: which trials run (no record, a bad one, or one the retry
+policy runs again) and whether its records are of another run, and its cell file, written when
+it runs, when it cannot run and when it is left out on purpose."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
-from aorta_core.engine.cells import Cell, ConfigError, Place
+from aorta_core.engine.cells import Cell, Place
 from aorta_core.engine.metrics import safe_text
 from aorta_core.engine.progress import error_line, warning_line
 from aorta_core.engine.records import (
     CELL_FILE,
     RECORD_NAME,
     BadRecord,
+    TrialRecord,
     load_record,
     write_json_atomic,
 )
+from aorta_core.engine.settings import RetryPolicy
 
 
-def completed(cell: Cell, index: int) -> bool:
-    """Whether trial ``index`` has a good record; a bad one is named and the trial runs again."""
+class OtherRun(ValueError):
+    """The cell's folder holds trials of another command, environment or collector set: the cell
+    is refused and nothing in its folder is touched; the message says what differs."""
+
+
+def trial_state(cell: Cell, index: int) -> str | None:
+    """Why trial ``index`` runs: ``"new"`` (no record), ``"bad"`` (a record that cannot be used,
+    named here), or the verdict of a record the retry policy runs again (``"error"``,
+    ``"fail"``); ``None`` when its record is kept. :class:`OtherRun` when the record is of
+    another run."""
     path = cell.trial_dir(index) / RECORD_NAME
     try:
         record = load_record(path, cell.name, index)
     except FileNotFoundError:
-        return False
+        return "new"
     except BadRecord as exc:
         warning_line(f"bad record {exc}; the trial runs again")
-        return False
+        return "bad"
     if record.fingerprint != cell.fingerprint:
-        raise ConfigError(
-            f"{cell.directory} holds trials of another command or collector set; "
-            "use a new output=<dir> or delete that cell folder"
-        )
-    return True
+        raise OtherRun(f"{cell.directory} holds trials of another run ({_differences(record, cell)}"
+                       "); nothing was changed: choose a new output=<dir>, or delete that cell "
+                       "folder to measure the cell again")
+    return record.verdict if record.verdict in RetryPolicy(cell.retry).verdicts else None
+
+
+def _shown(values: object) -> str:
+    return repr(values) if values is not None else "unset"
+
+
+def _differences(record: TrialRecord, cell: Cell) -> str:
+    """What the recorded trial ran with that ``cell`` does not: the argument, variable or
+    collector, ``then`` and ``now``."""
+    found = []
+    then, now = list(record.argv), [safe_text(a) for a in cell.command]
+    if len(then) == len(now):
+        found += [f"command argument {i}: {a!r} then, {b!r} now"
+                  for i, (a, b) in enumerate(zip(then, now, strict=True)) if a != b]
+    elif then != now:
+        found.append(f"command: {shlex.join(then)} then, {shlex.join(now)} now")
+    env = {safe_text(k): safe_text(v) for k, v in cell.env.items()}
+    found += [f"env.{k}: {_shown(record.cell_env.get(k))} then, {_shown(env.get(k))} now"
+              for k in sorted(set(record.cell_env) | set(env))
+              if record.cell_env.get(k) != env.get(k)]
+    if sorted(record.collectors) != sorted(cell.collectors):
+        found.append(f"collectors: {','.join(sorted(record.collectors)) or 'none'} then, "
+                     f"{','.join(sorted(cell.collectors)) or 'none'} now")
+    return "; ".join(found) or "another command, environment or collector set"
 
 
 def _describe_place(place: Place, **fields: Any) -> None:

@@ -51,6 +51,8 @@ class Cell:
     diagnose: bool = False
     #: MiB kept of each trial log (``log_limit_mb``; None: whole).
     log_limit_mb: float | None = None
+    #: Which recorded trials run again (``retry``: none, errored, failed).
+    retry: str = "errored"
 
     def trial_dir(self, index: int) -> Path:
         return self.directory / f"trial_{index:03d}"
@@ -247,4 +249,5 @@ def build_cell(cfg: DictConfig, place: Place, registry: Registry) -> Cell:
         timeline=settings.timeline,
         diagnose=settings.diagnose,
         log_limit_mb=settings.log_limit_mb,
+        retry=settings.retry.value,
     )

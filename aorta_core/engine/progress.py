@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aorta_core.api.oneline import named_once
@@ -103,12 +103,32 @@ def short_names(names: Sequence[str], width: int) -> list[str]:
     return [("…" if head else "") + k[head:len(k) - tail] + ("…" if tail else "") for k in kept]
 
 
+#: How the cell's header names the recorded trials that run again, by why they do.
+_AGAIN = {"error": "that errored", "fail": "that failed", "bad": "with an unusable record"}
+
+
+def rerun_what(whys: Iterable[str]) -> str:
+    """``2 that errored, 1 with an unusable record``: the recorded trials that run again, by why
+    each does (as :func:`aorta_core.engine.cell_state.trial_state` says; ``new`` is not one)."""
+    whys = list(whys)
+    return ", ".join(f"{n} {_AGAIN[why]}" for why in _AGAIN if (n := whys.count(why)))
+
+
+def _again(todo: Mapping[int, str], retry: str) -> str:
+    """The cell header's note of its recorded trials that run again."""
+    again = [why for why in todo.values() if why in _AGAIN]
+    if not again:
+        return ""
+    policy = f": retry={retry}" if set(again) - {"bad"} else ""
+    return f"{rerun_what(again)} run{'s' if len(again) == 1 else ''} again{policy}"
+
+
 class CellProgress:
     """A live status line per running trial, then one result line per trial, named by ``label``
-    (:func:`cell_label`)."""
+    (:func:`cell_label`). ``todo``: the trials that run, each with why (new, or run again)."""
 
-    def __init__(self, cell: Any, trials: int, skipped: int, label: str) -> None:
-        self.cell, self.trials, self.skipped, self.label = cell, trials, skipped, label
+    def __init__(self, cell: Any, trials: int, todo: Mapping[int, str], label: str) -> None:
+        self.cell, self.trials, self.todo, self.label = cell, trials, todo, label
         self.status = None
 
     def __enter__(self) -> CellProgress:
@@ -118,8 +138,11 @@ class CellProgress:
         if self.cell.auto is not None:
             line += f"\n  [dim]auto ({escape(self.cell.auto.machine)}):[/] " + escape(
                 auto_text(self.cell.auto.chosen))
-        if self.skipped:
-            line += f"  [dim]({self.skipped}/{self.trials} trials already recorded)[/]"
+        recorded = self.trials - len(self.todo)
+        notes = [f"{recorded}/{self.trials} trials already recorded"] if recorded else []
+        notes += [again] if (again := _again(self.todo, self.cell.retry)) else []
+        if notes:
+            line += f"  [dim]({escape('; '.join(notes))})[/]"
         console().print(line)
         return self
 
@@ -131,7 +154,8 @@ class CellProgress:
     def done(self, index: int, record: Any) -> None:
         if self.status is not None:
             self.status.stop()
-        trial_line(f"{self.label} trial {index + 1}/{self.trials}", record)
+        attempt = f" (attempt {record.attempt})" if record.attempt > 1 else ""
+        trial_line(f"{self.label} trial {index + 1}/{self.trials}{attempt}", record)
 
     def __exit__(self, *exc: object) -> None:
         if self.status is not None:

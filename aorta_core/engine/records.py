@@ -55,6 +55,9 @@ class TrialRecord(msgspec.Struct, kw_only=True):
     cell: str
     axes: dict[str, str] = {}
     trial: int
+    #: Which attempt of the trial this record is (1: the first); earlier ones are kept under
+    #: ``attempts/<n>/`` (:mod:`aorta_core.engine.attempts`).
+    attempt: int = 1
     verdict: Verdict
     error: str | None = None
     exit_code: int | None = None

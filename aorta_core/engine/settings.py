@@ -30,6 +30,21 @@ class RetainLevel(StrEnum):
     none = "none"
 
 
+class RetryPolicy(StrEnum):
+    """Which recorded trials the same command runs again (docs/sweeps.md, "Retry")."""
+
+    none = "none"
+    #: Trials that measured nothing (a collector could not attach, the command could not start).
+    errored = "errored"
+    #: Those, and trials whose payload failed or timed out.
+    failed = "failed"
+
+    @property
+    def verdicts(self) -> tuple[str, ...]:
+        """The verdicts of recorded trials that this policy runs again."""
+        return {"none": (), "errored": ("error",), "failed": ("error", "fail")}[self.value]
+
+
 @dataclass
 class Retain:
     on_pass: RetainLevel = RetainLevel.full
@@ -55,6 +70,7 @@ class CoreSettings:
     devices_per_cell: int = 1
     device_env: list[str] = field(default_factory=lambda: ["CUDA_VISIBLE_DEVICES"])
     retain: Retain = field(default_factory=Retain)
+    retry: RetryPolicy = RetryPolicy.errored
 
     def retain_levels(self) -> dict[str, str]:
         return {k: getattr(self.retain, k).value for k in ("on_pass", "on_fail", "on_error")}

@@ -23,6 +23,7 @@ from aorta_core.api.contracts import Launch, SetupError, TrialRun, launch_proble
 from aorta_core.api.files import remove
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.engine import environment
+from aorta_core.engine.attempts import start_attempt
 from aorta_core.engine.cells import Cell
 from aorta_core.engine.failure import describe
 from aorta_core.engine.isolation import call_hook
@@ -164,6 +165,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
               ) -> TrialRecord:
     """Run trial ``index`` of ``cell`` and write its record; return the record."""
     trial_dir = cell.trial_dir(index)
+    attempt = start_attempt(trial_dir, RECORD_NAME)
     order = registry.wrap_order(list(cell.collectors))
     folders = _prepare(trial_dir, order)
     notes = Notes(cell.hook_timeout_s)
@@ -192,7 +194,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
     record = TrialRecord(
-        cell=cell.name, axes=dict(cell.axes), trial=index, verdict=verdict,
+        cell=cell.name, axes=dict(cell.axes), trial=index, attempt=attempt, verdict=verdict,
         error=error and safe_text(error),
         exit_code=outcome.returncode if outcome else None,
         timed_out=outcome.timed_out if outcome else False,
