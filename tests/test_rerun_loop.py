@@ -206,3 +206,35 @@ def test_a_folder_of_the_users_own_is_refused_as_output(tmp_path: Path):
     empty.mkdir()
     assert run_aorta(["sweep=repeat", "trials=1", f"output={empty}", "--", "true"],
                      cwd=tmp_path).returncode == 0
+
+
+PROFILED = """
+import os, sys, torch
+x = torch.randn(64, 64)
+for _ in range(3):
+    x = x @ x / 64
+sys.exit(0 if os.path.exists(sys.argv[1]) else 3)
+"""
+
+
+def test_the_timeline_of_a_retried_trial_reads_its_last_attempt_only(tmp_path: Path):
+    """An earlier attempt's traces, kept under attempts/, are neither merged into the trial's
+    timeline nor named as another trial inside it."""
+    out, flag = tmp_path / "out", tmp_path / "fixed"
+    (tmp_path / "payload.py").write_text(PROFILED)
+    args = ["sweep=repeat", "trials=1", f"output={out}", "collector=torchprof",
+            "collector.torchprof.step_on=run", "retry=failed",
+            "--", sys.executable, "payload.py", str(flag)]
+    assert run_aorta(args, cwd=tmp_path).returncode == 1
+    flag.touch()
+    assert run_aorta(args, cwd=tmp_path).returncode == 0
+    (trial,) = out.glob("cells/*/trial_000")
+    assert list((trial / "attempts" / "1" / "torchprof").rglob("*.json*"))
+    done = run_aorta(["timeline", str(trial)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "inside it" not in done.stderr and "warning" not in done.stderr
+    merged = json.loads((trial / "timeline.json").read_text())
+    os.rename(trial / "attempts", tmp_path / "attempts")  # the trial without its history
+    assert run_aorta(["timeline", str(trial)], cwd=tmp_path).returncode == 0
+    alone = json.loads((trial / "timeline.json").read_text())
+    assert len(merged["traceEvents"]) == len(alone["traceEvents"])

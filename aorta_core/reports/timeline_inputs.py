@@ -31,6 +31,7 @@ from aorta_core.api.files import FileRefused, open_limited, read_limited
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.benchmark.schema import RankRecord, decode_line
+from aorta_core.engine.attempts import ATTEMPTS_DIR
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
@@ -123,11 +124,13 @@ def _begins_as_kineto(path: Path, trial: Path) -> bool:
 
 def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace]:
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
-    profiler's, and each collector's that ran): what a workload's own
+    profiler's, and each collector's that ran) and its earlier attempts: what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
     found, trials = [], []
     for folder, dirs, files in os.walk(trial):  # links to folders are not followed
-        here = Path(folder)  # another trial inside is not this one's
+        here = Path(folder)  # another trial inside is not this one's, nor its earlier attempts
+        if here == trial and ATTEMPTS_DIR in dirs:
+            dirs.remove(ATTEMPTS_DIR)
         inside = sorted(d for d in dirs if (here / d / RECORD_NAME).is_file())
         trials += [here / d for d in inside]
         dirs[:] = sorted(d for d in dirs if here / d not in claimed and d not in inside)
