@@ -1,5 +1,5 @@
 """Sessions: lint, tests, third_party (a real pip install of an outside collector), install_modes
-(the aorta_core.conf tree from an editable install, a wheel and a checkout; from the wheels, the
+(the conf/ tree, as aorta_core.conf, from an editable install and a wheel; from the wheels, the
 grid and default sweeps), gpu (the tests marked gpu, on a GPU machine's own torch), slurm (the
 tests marked slurm, on a one-host Slurm started here), bench, demo.
 
@@ -184,32 +184,35 @@ _WHEEL_SWEEPS = (
 
 
 @nox.session
-@nox.parametrize("mode", ["editable", "wheel", "checkout"])
+@nox.parametrize("mode", ["editable", "wheel"])
 def install_modes(session: nox.Session, mode: str) -> None:
-    """The aorta_core.conf tree from an editable install, a built wheel and a bare checkout on
-    PYTHONPATH, each run from the repository root (where the checkout's aorta_core/ comes first on
-    sys.path) and from another folder. The wheel mode installs aorta-core and every collector from
-    wheels built here, then runs the grid and default sweeps from outside the checkout."""
+    """The Hydra tree (conf/, shipped as aorta_core.conf) from an editable install, run from the
+    repository root and from another folder, and from a built wheel, run from another folder
+    (from the root the checkout's aorta_core/ shadows the wheel's: one line says so). The wheel
+    mode installs aorta-core and every collector from wheels built here, then runs the grid and
+    default sweeps from outside the checkout."""
     _alone_on_disk(session)
     elsewhere = Path(session.create_tmp())
     if mode == "editable":
         session.install("-e", ".")
-    elif mode == "wheel":
+    else:
         session.install(TORCH, "setuptools>=69")
         wheels = elsewhere / "wheels"
         session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(wheels), *_clean_sources(elsewhere / "src"), silent=True)
         session.install(*map(str, sorted(wheels.glob("*.whl"))))
-    else:
-        session.install(*_dependencies())
-        session.env["PYTHONPATH"] = str(ROOT)
     env = {"AORTA_REPORT_PNG": "0"}
-    for cwd in (ROOT, elsewhere):
+    for cwd in (ROOT, elsewhere) if mode == "editable" else (elsewhere,):
         for argv in _SMOKE:
             out = elsewhere / f"out-{mode}-{len(str(cwd))}"
             with session.chdir(cwd):
                 session.run(*(a.format(out=out) for a in argv), silent=True, env=env)
     if mode == "wheel":
+        with session.chdir(ROOT):
+            said = session.run("python", "-m", "aorta_core", "--help", silent=True,
+                               success_codes=[2], env=env)
+        if "shadows the installed package" not in (said or ""):
+            session.error(f"from the checkout, the wheel's sweep said: {said!r}")
         _sweep_from_the_wheels(session, env)
 
 
@@ -219,8 +222,9 @@ def _clean_sources(into: Path) -> list[str]:
     shutil.rmtree(into, ignore_errors=True)
     skip = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__", "tests")
     core = into / "aorta-core"
-    shutil.copytree(ROOT / "aorta_core", core / "aorta_core", ignore=skip)
-    for name in ("pyproject.toml", "README.md"):
+    for folder in ("aorta_core", "conf"):
+        shutil.copytree(ROOT / folder, core / folder, ignore=skip)
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, core / name)
     plugins = [shutil.copytree(p, into / Path(p).name, ignore=skip) for p in PLUGINS]
     return [str(core), *map(str, plugins)]
@@ -239,12 +243,6 @@ def _sweep_from_the_wheels(session: nox.Session, env: dict[str, str]) -> None:
             if not (out / "matrix.json").is_file():
                 session.error(f"{' '.join(argv[3:])}: no {out / 'matrix.json'}")
     shutil.rmtree(outside)
-
-
-def _dependencies() -> list[str]:
-    import tomllib
-
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
 @nox.session

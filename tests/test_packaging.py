@@ -1,7 +1,8 @@
-"""The wheel ships every package of the tree, the Hydra tree included as ``aorta_core.conf``.
+"""The wheel ships every package of the tree, the Hydra tree ``conf/`` included as
+``aorta_core.conf`` (setup.py's ``package_dir`` mapping).
 
-setuptools finds the packages (pyproject.toml), so a folder of aorta_core without an
-``__init__.py`` would silently be left out of the wheel: these tests keep every folder a package.
+setup.py finds the packages, so a folder of aorta_core or conf without an ``__init__.py`` would
+silently be left out of the wheel: these tests keep every folder a package.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aorta_core"
+CONF = ROOT / "conf"
 
 
 def _folders(top: Path) -> list[Path]:
@@ -32,21 +34,24 @@ def _holds_source(folder: Path) -> bool:
     )
 
 
-def test_packages_are_found_not_listed():
+def test_packages_are_found_not_listed_and_conf_is_mapped():
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "package-dir" not in setuptools
-    assert setuptools["packages"]["find"] == {"include": ["aorta_core*"]}
+    assert "packages" not in setuptools and "package-dir" not in setuptools  # setup.py's
+    setup_py = (ROOT / "setup.py").read_text()
+    assert 'package_dir={"aorta_core.conf": "conf"}' in setup_py
+    assert "find_packages" in setup_py
+    assert not (PACKAGE / "conf").exists()  # one tree, no copy
 
 
-def test_every_aorta_core_folder_is_a_package():
-    for folder in _folders(PACKAGE):
+def test_every_aorta_core_and_conf_folder_is_a_package():
+    for folder in [*_folders(PACKAGE), *_folders(CONF)]:
         assert (folder / "__init__.py").is_file(), f"{folder} needs an __init__.py"
 
 
 def test_the_conf_tree_is_aorta_core_conf():
     import aorta_core.conf
 
-    assert Path(aorta_core.conf.__file__).resolve().parent == PACKAGE / "conf"
+    assert Path(aorta_core.conf.__file__).resolve().parent == CONF
 
 
 def _strings(node) -> list[str]:
@@ -57,7 +62,7 @@ def _strings(node) -> list[str]:
     return [node] if isinstance(node, str) else []
 
 
-CONFIG_TREES = [PACKAGE / "conf", *ROOT.glob("plugins/aorta_*/aorta_*/conf")]
+CONFIG_TREES = [CONF, *ROOT.glob("plugins/aorta_*/aorta_*/conf")]
 
 
 def test_configs_run_modules_of_installed_packages_not_files_of_the_checkout():
@@ -79,10 +84,11 @@ def test_configs_run_modules_of_installed_packages_not_files_of_the_checkout():
 
 def test_the_built_wheel_holds_every_module_and_config_of_the_checkout(tmp_path: Path):
     """Built as users build it (from a copy: setuptools adds whatever an earlier build left in
-    build/lib), the wheel holds exactly the package's files."""
+    build/lib), the wheel holds exactly the package's files, conf/ as aorta_core/conf/."""
     src = tmp_path / "src"
-    shutil.copytree(PACKAGE, src / "aorta_core", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
+    for folder in (PACKAGE, CONF):
+        shutil.copytree(folder, src / folder.name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(ROOT / name, src / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--no-build-isolation", "--wheel-dir", str(tmp_path / "wheels"), str(src)],
@@ -90,7 +96,12 @@ def test_the_built_wheel_holds_every_module_and_config_of_the_checkout(tmp_path:
     (wheel,) = (tmp_path / "wheels").glob("aorta_core-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         shipped = {n for n in archive.namelist() if n.startswith("aorta_core/")}
-    on_disk = {p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*")
-               if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts}
+    on_disk = {*(p.relative_to(ROOT).as_posix() for p in _sources(PACKAGE)),
+               *(f"aorta_core/{p.relative_to(ROOT).as_posix()}" for p in _sources(CONF))}
     assert shipped == on_disk
     assert {"aorta_core/workloads/tiny.py", "aorta_core/conf/workload/tiny.yaml"} <= shipped
+
+
+def _sources(top: Path) -> list[Path]:
+    return [p for p in top.rglob("*")
+            if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]

@@ -1,7 +1,7 @@
 """``auto`` workload settings: filled from the profile that fits the machine, or refused.
 
 A workload config may set any of its keys to ``auto`` and describe what that means in an
-``auto`` block with a ``cpu`` and a ``gpu`` profile (``aorta_core/conf/workload/benchmark.yaml``).
+``auto`` block with a ``cpu`` and a ``gpu`` profile (``conf/workload/benchmark.yaml``).
 The ``gpu`` profile applies when a GPU is visible to the cell and ``device`` is not ``cpu``; the
 profile value ``gpus`` means "as many as are visible". A workload whose ``ranks`` names its
 rank-count key needs one GPU per rank on the ``gpu`` profile (NCCL refuses two ranks on one GPU):

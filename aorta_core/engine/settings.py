@@ -54,7 +54,7 @@ class Retain:
 
 @dataclass
 class CoreSettings:
-    """Top-level keys every recipe understands; see aorta_core/conf/config.yaml, docs/sweeps.md."""
+    """Top-level keys every recipe understands; see conf/config.yaml, docs/sweeps.md."""
 
     trials: int = 3
     timeout: float | None = 600

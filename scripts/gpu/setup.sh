@@ -1,7 +1,9 @@
 # Sourced by the scripts here, on a GPU machine that cannot reach a package index (the lent H200):
 # aorta's dependencies come unpacked from .carry/site312.tar.xz (cp312, made by
-# scripts/gpu/carry.sh), aorta and its plugins pip-installed from this checkout into the Python
-# that holds the machine's torch, as a user would (entry points and the `aorta` script on PATH).
+# scripts/gpu/carry.sh), aorta and its plugins pip-installed editable from this checkout into the
+# Python that holds the machine's torch, as CI's tests session does (entry points and the `aorta`
+# script on PATH; editable, because pytest runs from the checkout, whose aorta_core/ comes first on
+# sys.path and reaches the conf/ tree as aorta_core.conf only through the editable install).
 OUT=${OUT:?set OUT}
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PYTHONUNBUFFERED=1 AORTA_REPORT_PNG=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
@@ -11,7 +13,8 @@ mkdir -p "$SITE" "$OUT"
 [ -f "$SITE/.unpacked" ] || { tar xJf .carry/site312.tar.xz -C "$SITE" && touch "$SITE/.unpacked"; }
 # the carried packages join that Python through a .pth file (after its own site-packages)
 echo "$SITE" > "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/aorta-carried.pth"
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . plugins/aorta_*/ \
-  tests/third_party_collector 2>&1 | grep -v -i warning
+python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . \
+  $(printf -- '-e %s ' plugins/aorta_*/) tests/third_party_collector 2>&1 \
+  | grep -v -i warning
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__)"
