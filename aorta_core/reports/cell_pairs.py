@@ -142,15 +142,16 @@ def pair(a_cells: Sequence[dict[str, Any]], b_cells: Sequence[dict[str, Any]],
             None if (x := _axes(c)) is None else tuple(x.get(k) for k in match)), strict=True)
         how = f"on the axes {', '.join(match)} (--match)"
     else:
-        named = [(n, n) for n in rest_a if n in rest_b]
         dropped = {level.key for level in levels}
-        pairs += named + _by_identity(
+        by_axes = _by_identity(
             {n: c for n, c in rest_a.items() if n not in rest_b},
             {n: c for n, c in rest_b.items() if n not in rest_a},
             lambda c: None if (x := _axes(c)) is None else frozenset(
                 (k, v) for k, v in x.items() if k not in dropped), strict=False)
+        pairs += [(n, n) for n in rest_a if n in rest_b] + by_axes
         how = ("by their axes without " + ", ".join(sorted(dropped))
-               + " (set for the whole run, differently in each)") if dropped else "by name"
+               + " (set for the whole run, differently in each)" if dropped
+               else "by name, else by their axes" if by_axes else "by name")
     if given:
         how = f"as --pair says, the others {how}" if rest_a and rest_b else "as --pair says"
     order = {n: i for i, n in enumerate(a)}
