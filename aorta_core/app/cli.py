@@ -222,7 +222,9 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     try:
         result = compare(Path(ns.baseline), Path(ns.candidate), factor=ns.factor,
                          alpha=ns.alpha, fail_on=ns.fail_on,
-                         allow_env_mismatch=ns.allow_env_mismatch)
+                         allow_env_mismatch=ns.allow_env_mismatch,
+                         pairs=[tuple(p) for p in ns.pair or []],
+                         match=None if ns.match is None else ns.match.split(","))
     except CompareError as exc:
         error_line(str(exc))
         return 2
@@ -235,6 +237,9 @@ def cmd_compare(ns: argparse.Namespace) -> int:
         wrote(ns.html)
         if line:
             _note(line)
+    if result.nothing_compared:
+        error_line(result.nothing_compared)
+        return 2
     for failure in result.failures:
         error_line(f"--fail-on: {failure}")
     return 1 if result.failures else 0
@@ -447,7 +452,14 @@ def _add_report_parsers(sub) -> None:
                    help="ratio beyond which a change is marked (default 1.1)")
     c.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
     c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
-                   help="exit 1 when METRIC (a glob) is more than PCT%% worse (repeatable)")
+                   help="exit 1 when METRIC (a glob) is more than PCT%% worse, or when no pair "
+                        "of cells measured it (repeatable)")
+    c.add_argument("--pair", action="append", nargs=2, metavar=("A_CELL", "B_CELL"),
+                   help="compare cell A_CELL of run A with B_CELL of run B (repeatable; the "
+                        "other cells pair as usual)")
+    c.add_argument("--match", metavar="KEY[,KEY]",
+                   help="pair cells on these axes alone (default: by name, else by the axes "
+                        "that are not set for a whole run)")
     c.add_argument("--allow-env-mismatch", action="store_true",
                    help="compare runs from different GPUs/drivers/versions anyway")
     c.add_argument("--only-changed", action="store_true", help="markdown: marked rows only")

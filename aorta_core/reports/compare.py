@@ -1,15 +1,18 @@
-"""``aorta compare <run A> <run B>``: per cell and metric, baseline vs candidate, asv's marks.
+"""``aorta compare <run A> <run B>``: per pair of cells (:mod:`.cell_pairs`) and metric,
+baseline vs candidate, asv's marks.
 
 Marks (as asv): ``+`` worse by more than the factor and significant, ``-`` better likewise,
 ``~`` past the factor but not significant, ``!`` newly failing (A measured it, B's cell has no
 passing trial), ``*`` fixed (the reverse), ``x`` not comparable (different environment, or the
 metric/cell exists on one side only for another reason), blank: within the factor.
-Values are medians of the passing trials' per-trial values in ``matrix.parquet``.
+Values are medians of the passing trials' per-trial values in ``matrix.parquet``. A baseline of
+0 or below has no meaningful ratio: such a row is judged by the difference.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,7 +20,7 @@ from typing import Any
 
 from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import md_code, md_text
-from aorta_core.reports import significance
+from aorta_core.reports import cell_pairs, significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 from aorta_core.reports.run_differences import MAX_CELL_LINES, Difference, differences
 
@@ -48,17 +51,26 @@ class Run:
 
 @dataclass
 class Row:
+    #: The pair's name (:func:`.cell_pairs.label`); its cell in each run, ``None`` on a side
+    #: that has none.
     cell: str
+    baseline_cell: str | None
+    candidate_cell: str | None
     metric: str
     mark: str
     baseline: float | None
     candidate: float | None
+    #: candidate / baseline; ``None`` unless the baseline is above 0.
     ratio: float | None
+    #: candidate - baseline, when both sides measured it.
+    difference: float | None
     p_value: float | None
     n_baseline: int
     n_candidate: int
     better: str
     note: str = ""
+    #: Why a row measured on both sides has no p-value (:data:`.significance.TOO_FEW`).
+    untested: str = ""
 
 
 @dataclass
@@ -72,8 +84,12 @@ class Result:
     environment_differences: list[str]
     #: Command, collectors, options, environment variables and environment, before any metric.
     differences: list[Difference] = field(default_factory=list)
+    #: How the cells were paired, one sentence.
+    pairing: str = ""
     rows: list[Row] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    #: When no cell pairs: the problem and its fix, one line (exit status 2).
+    nothing_compared: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,12 +144,14 @@ def environment_differences(a: Run, b: Run) -> list[str]:
     return diffs
 
 
-def run_differences(a: Run, b: Run, env_diffs: list[str]) -> list[Difference]:
-    """Everything that differs between the runs (:mod:`.run_differences`); those among
-    ``env_diffs`` (:func:`environment_differences`) are marked as making them not comparable."""
+def run_differences(a: Run, b: Run, env_diffs: list[str], pairing: cell_pairs.Pairing
+                    ) -> list[Difference]:
+    """Everything that differs between the runs (:mod:`.run_differences`), cell against paired
+    cell; those among ``env_diffs`` (:func:`environment_differences`) are marked as making them
+    not comparable."""
     blocking = {d.split(": ", 1)[0] for d in env_diffs}
     return differences((a.path, a.matrix), (b.path, b.matrix),
-                       _used_collectors(a) | _used_collectors(b), blocking)
+                       _used_collectors(a) | _used_collectors(b), blocking, pairing)
 
 
 def _failed(run: Run, cell: str) -> bool:
@@ -142,62 +160,83 @@ def _failed(run: Run, cell: str) -> bool:
     return bool(c.get("error") or trials.get("fail") or trials.get("error"))
 
 
-def _mark(ratio: float | None, higher: bool, factor: float,
-          p: float | None, alpha: float) -> str:
-    if ratio is None:
-        return " "
-    worse = ratio < 1 / factor if higher else ratio > factor
-    better = ratio > factor if higher else ratio < 1 / factor
-    if not (worse or better):
+def _moved(base: float, cand: float, factor: float) -> int:
+    """+1 when the candidate went up past the factor, -1 down past it, else 0. A positive
+    baseline is judged by the ratio (as asv); one of 0 or below, whose ratio means nothing, by
+    the difference against its magnitude (any change of a 0 is past every factor)."""
+    if base > 0:
+        ratio = cand / base
+        return 1 if ratio > factor else -1 if ratio < 1 / factor else 0
+    if base == 0:
+        return (cand > 0) - (cand < 0)
+    change = (cand - base) / -base
+    return 1 if change > factor - 1 else -1 if change < 1 - factor else 0
+
+
+def _mark(moved: int, higher: bool, p: float | None, alpha: float) -> str:
+    """The mark of a row measured on both sides: ``moved`` (:func:`_moved`) gives the direction,
+    ``p`` (``None``: not tested) whether it is significant."""
+    if not moved:
         return " "
     if p is not None and p >= alpha:
         return "~"
-    return "+" if worse else "-"
+    return "-" if (moved > 0) == higher else "+"
 
 
-def _ratio(base: float, cand: float) -> float | None:
-    if base == 0:
-        return 1.0 if cand == 0 else None
-    return cand / base
-
-
-def _row(a: Run, b: Run, cell: str, metric: str, comparable: bool, factor: float,
-         alpha: float) -> Row | None:
-    va, vb = a.values.get((cell, metric), []), b.values.get((cell, metric), [])
+def _row(a: Run, b: Run, cells: tuple[str | None, str | None], metric: str,
+         comparable: bool, factor: float, alpha: float) -> Row | None:
+    a_cell, b_cell = cells
+    va = a.values.get((a_cell, metric), []) if a_cell else []
+    vb = b.values.get((b_cell, metric), []) if b_cell else []
+    if not va and not vb:
+        return None
     higher = higher_is_better(metric)
     base = statistics.median(va) if va else None
     cand = statistics.median(vb) if vb else None
-    row = Row(cell, metric, " ", base, cand, None, None, len(va), len(vb),
-              "higher" if higher else "lower")
-    if not va and not vb:
-        return None
-    if cell not in a.cells or cell not in b.cells:
-        side = "candidate" if cell not in a.cells else "baseline"
-        row.mark, row.note = "x", f"cell only in {side}"
+    name = cell_pairs.label(a_cell, b_cell) if a_cell and b_cell else a_cell or b_cell
+    row = Row(name, a_cell, b_cell, metric, " ", base, cand, None, None, None, len(va),
+              len(vb), "higher" if higher else "lower")
+    if a_cell is None or b_cell is None:
+        row.mark, row.note = "x", f"cell only in {'candidate' if a_cell is None else 'baseline'}"
         return row
     if not comparable:
         row.mark, row.note = "x", "different environment"
     elif va and not vb:
-        row.mark, row.note = ("!", "no passing trial") if _failed(b, cell) else (
+        row.mark, row.note = ("!", "no passing trial") if _failed(b, b_cell) else (
             "x", "not measured")
     elif vb and not va:
-        row.mark, row.note = ("*", "baseline had no passing trial") if _failed(a, cell) else (
+        row.mark, row.note = ("*", "baseline had no passing trial") if _failed(a, a_cell) else (
             "x", "not measured in baseline")
     if va and vb:
-        row.ratio = _ratio(base, cand)
-        row.p_value = significance.welch_p(va, vb)
+        row.difference = cand - base
+        row.ratio = cand / base if base > 0 else None
+        if base <= 0:
+            row.note = "; ".join(filter(None, (row.note, "baseline ≤ 0: compared by the "
+                                                           "difference")))
+        if significance.testable(len(va), len(vb)):
+            row.p_value = significance.welch_p(va, vb)
+            row.untested = "" if row.p_value is not None else "values too large to test"
+        else:
+            row.untested = significance.TOO_FEW
         if row.mark == " ":
-            row.mark = _mark(row.ratio, higher, factor, row.p_value, alpha)
+            row.mark = _mark(_moved(base, cand, factor), higher, row.p_value, alpha)
     return row
 
 
 def worse_pct(row: Row) -> float | None:
-    """How much worse the candidate is, in percent (negative: better)."""
-    if row.ratio is None:
+    """How much worse the candidate is, in percent of the baseline's magnitude (negative:
+    better); infinite when a baseline of 0 moved."""
+    if row.difference is None or row.baseline is None:
         return None
-    if row.better == "higher":
-        return (1.0 - row.ratio) * 100.0
-    return (row.ratio - 1.0) * 100.0
+    worse = -row.difference if row.better == "higher" else row.difference
+    if row.baseline == 0:
+        return math.copysign(math.inf, worse) if worse else 0.0
+    return worse / abs(row.baseline) * 100.0
+
+
+def _check_threshold(option: str, value: float, ok: bool, expected: str) -> None:
+    if not (math.isfinite(value) and ok):
+        raise CompareError(f"{option} {value:g}: expected {expected}")
 
 
 def parse_fail_on(specs: list[str]) -> list[tuple[str, float]]:
@@ -207,51 +246,88 @@ def parse_fail_on(specs: list[str]) -> list[tuple[str, float]]:
         try:
             value = float(pct)
         except ValueError:
-            value = -1.0
-        if not metric or value < 0:
-            raise CompareError(f"--fail-on {spec!r}: expected <metric>:<percent>, e.g. "
-                               "workload_step_time_ms:5 (the metric may be a glob)")
+            value = math.nan
+        if not metric or not (math.isfinite(value) and value >= 0):
+            raise CompareError(f"--fail-on {spec!r}: expected <metric>:<percent>, the percent "
+                               "a finite number >= 0, e.g. workload_step_time_ms:5 (the metric "
+                               "may be a glob)")
         out.append((metric, value))
     return out
 
 
+def _gate_line(r: Row, pct_worse: float, pct: float) -> str:
+    if math.isinf(pct_worse):
+        how = f"worse than a baseline of 0 ({r.baseline:g} → {r.candidate:g})"
+    else:
+        how = f"{pct_worse:.1f}% worse"
+    tail = f", {significance.TOO_FEW}" if r.untested == significance.TOO_FEW else ""
+    return f"{r.cell} {r.metric}: {how} (limit {pct:g}%{tail})"
+
+
 def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:
+    """Each rule's failures. A row that could not be tested (too few trials, values too large)
+    is gated on the percentage alone: a gate never passes because a row was untestable."""
     for pattern, pct in rules:
         rows = [r for r in result.rows if fnmatch.fnmatchcase(r.metric, pattern)]
         if not rows:
             metrics = sorted({r.metric for r in result.rows})
             raise CompareError(f"--fail-on {pattern}: no such metric in either run (metrics: "
                                f"{', '.join(metrics) or 'none'})")
+        if result.nothing_compared:
+            continue  # the one line of nothing_compared says it
         if not result.comparable:
             result.failures.append(f"{pattern}: runs are not comparable, cannot check (pass "
                                    "--allow-env-mismatch to compare anyway)")
             continue
-        for r in rows:
+        failing = [r for r in rows if r.mark == "!"]
+        result.failures += [f"{r.cell} {r.metric}: newly failing" for r in failing]
+        measured = [r for r in rows if r.difference is not None]
+        if not measured and not failing:
+            result.failures.append(f"{pattern}: no pair of cells measured it in both runs, "
+                                   "nothing to check; gate a metric both runs measure, or pair "
+                                   "the cells that do with --pair/--match")
+        for r in measured:
             pct_worse = worse_pct(r)
-            if r.mark == "!":
-                result.failures.append(f"{r.cell} {r.metric}: newly failing")
-            elif (pct_worse is not None and pct_worse > pct
-                  and (r.p_value is None or r.p_value < result.alpha)):
-                result.failures.append(f"{r.cell} {r.metric}: {pct_worse:.1f}% worse "
-                                       f"(limit {pct:g}%)")
+            if pct_worse > pct and (r.p_value is None or r.p_value < result.alpha):
+                result.failures.append(_gate_line(r, pct_worse, pct))
+
+
+def _nothing_compared(a: Run, b: Run) -> str:
+    return (f"no cell of {a.path} pairs with a cell of {b.path}, nothing was compared (A: "
+            f"{cell_pairs.names(list(a.cells))}; B: {cell_pairs.names(list(b.cells))}); pair "
+            "them with --pair A_CELL B_CELL or --match KEY[,KEY]")
 
 
 def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05,
-            fail_on: list[str] | None = None, allow_env_mismatch: bool = False) -> Result:
-    if factor < 1:
-        raise CompareError(f"--factor {factor}: must be >= 1 (1.1 flags changes beyond 10%)")
+            fail_on: list[str] | None = None, allow_env_mismatch: bool = False,
+            pairs: list[tuple[str, str]] | None = None, match: list[str] | None = None
+            ) -> Result:
+    """Compare run B with run A; ``pairs`` (``--pair``) and ``match`` (``--match``) say which
+    cells to set against each other (:func:`.cell_pairs.pair`)."""
+    _check_threshold("--factor", factor, factor >= 1, "a finite number >= 1 (1.1 flags "
+                     "changes beyond 10%)")
+    _check_threshold("--alpha", alpha, 0 < alpha < 1, "a significance level between 0 and 1, "
+                     "e.g. 0.05")
     rules = parse_fail_on(fail_on or [])
     a, b = load_run(a_path), load_run(b_path)
+    try:
+        pairing = cell_pairs.pair(list(a.cells.values()), list(b.cells.values()), pairs or (),
+                                  match)
+    except cell_pairs.PairingError as exc:
+        raise CompareError(str(exc)) from None
     diffs = environment_differences(a, b)
     comparable = allow_env_mismatch or not diffs
     result = Result(str(a.path), str(b.path), factor, alpha, significance.implementation(),
-                    comparable, diffs, run_differences(a, b, diffs))
-    cells = list(dict.fromkeys([*a.cells, *b.cells]))
+                    comparable, diffs, run_differences(a, b, diffs, pairing), pairing.text)
+    if not pairing.pairs:
+        result.nothing_compared = _nothing_compared(a, b)
     metrics = sorted({m for _, m in (*a.values, *b.values)},
                      key=lambda m: (m != WALL, m))
-    for cell in cells:
+    cells = [*pairing.pairs, *((n, None) for n in pairing.only_baseline),
+             *((None, n) for n in pairing.only_candidate)]
+    for pair in cells:
         for metric in metrics:
-            row = _row(a, b, cell, metric, comparable, factor, alpha)
+            row = _row(a, b, pair, metric, comparable, factor, alpha)
             if row is not None:
                 result.rows.append(row)
     _check_fail_on(result, rules)
@@ -260,6 +336,13 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
 
 def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:.4g}"
+
+
+def _ratio_text(row: Row) -> str:
+    """The ratio, or the signed difference where the baseline (0 or below) has no ratio."""
+    if row.ratio is None and row.difference is not None:
+        return f"Δ {row.difference:+.4g}"
+    return _num(row.ratio)
 
 
 def _difference_lines(result: Result) -> list[str]:
@@ -283,8 +366,9 @@ def markdown(result: Result, only_changed: bool = False) -> str:
     lines = [f"baseline: {md_code(result.baseline)}  ",
              f"candidate: {md_code(result.candidate)}  ",
              f"factor {result.factor:g}, significance: {result.test}, alpha {result.alpha:g} "
-             "(when both sides have >= 2 passing trials)", ""]
+             f"(when both sides have ≥ {significance.MIN_TRIALS_PER_SIDE} passing trials)", ""]
     lines += _difference_lines(result)
+    lines += [md_text(result.pairing), ""]
     if result.environment_differences:
         state = "compared anyway" if result.comparable else "not comparable"
         lines += [f"**Environments differ ({state}):**", "",
@@ -295,11 +379,12 @@ def markdown(result: Result, only_changed: bool = False) -> str:
         if only_changed and r.mark == " ":
             continue
         mark = f"`{r.mark}`" if r.mark != " " else ""
-        ratio = _num(r.ratio) + (f" ({md_text(r.note)})" if r.note else "")
+        ratio = _ratio_text(r) + (f" ({md_text(r.note)})" if r.note else "")
+        p = _num(r.p_value) if r.p_value is not None or not r.untested else r.untested
         lines.append(f"| {mark} | {md_text(r.cell)} | {md_text(r.metric)} | "
                      f"{_num(r.baseline)} (n={r.n_baseline})"
                      f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | "
-                     f"{_num(r.p_value)} | {r.better} |")
+                     f"{p} | {r.better} |")
     counts = {m: sum(r.mark == m for r in result.rows) for m in "+-~!*x"}
     lines += ["", "marks: " + ", ".join(f"`{m}` {n}" for m, n in counts.items()),
               "(`+` worse, `-` better, `~` past the factor but not significant, `!` newly "
@@ -321,6 +406,9 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
     page.heading("What differs between the two runs")
     page.bullets([d.text for d in result.differences]
                  or ["Same commands, collectors, options and environment."])
+    page.paragraph(result.pairing, "note")
+    if result.nothing_compared:
+        page.paragraph(result.nothing_compared, "bad")
     if result.environment_differences:
         page.heading("Environments differ" + ("" if result.comparable else ": not comparable"))
         page.bullets(result.environment_differences)
@@ -338,9 +426,10 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
             "ratio (log scale)", "", xaxis={"type": "log", "title": {"text": "ratio"}},
             height=max(300, 28 * len(shown) + 150)))
     page.heading("Rows")
-    page.table(["mark", "cell", "metric", "baseline", "candidate", "ratio", "p", "better",
-                "note"],
-               [[r.mark, r.cell, r.metric, r.baseline, r.candidate, r.ratio, r.p_value,
-                 r.better, r.note] for r in result.rows])
+    page.table(["mark", "cell", "metric", "baseline", "candidate", "ratio", "difference", "p",
+                "better", "note"],
+               [[r.mark, r.cell, r.metric, r.baseline, r.candidate, r.ratio, r.difference,
+                 r.p_value if r.p_value is not None else r.untested, r.better, r.note]
+                for r in result.rows])
     png_dir = path.with_name(f"{path.stem}_png") if pngs_wanted(pngs) else None
     return page.write(path, png_dir, asked=pngs_asked(pngs))

@@ -13,7 +13,8 @@ shown as the hottest. A ``sweep=agree`` leads with its verdicts (``agreement.jso
 The baseline: the bare cell of a ``sweep=agree`` (the recipe compares every collector with it),
 else the sweep's first cell in matrix.json. Differences are of medians; significance is Welch's
 two-sided test at :data:`ALPHA` from each cell's mean, std and n (matrix.json), as ``aorta
-compare`` tests.
+compare`` tests, and like it makes no claim below :data:`.significance.MIN_TRIALS_PER_SIDE`
+trials a side.
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.compare import higher_is_better
 from aorta_core.reports.html import Markup, Page, fmt
 from aorta_core.reports.metric_names import shown_name
-from aorta_core.reports.significance import welch_p_stats
+from aorta_core.reports.significance import (
+    MIN_TRIALS_PER_SIDE,
+    TOO_FEW,
+    testable,
+    welch_p_stats,
+)
 
 #: (what it answers, name patterns tried in order). Order is the headline's order.
 HEADLINE_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -135,13 +141,16 @@ class Row:
     delta_pct: float | None = None
     p_value: float | None = None
     better: bool | None = None  # None: no difference to judge
+    too_few: bool = False  # a side has too few trials to test
 
     @property
     def significance(self) -> str:
         if self.delta is None:
             return ""
+        if self.too_few:
+            return TOO_FEW
         if self.p_value is None:
-            return "not tested (fewer than 2 trials)"
+            return "not tested (its numbers are missing or too large)"
         word = "significant" if self.p_value < ALPHA else "not significant"
         return f"{word} (p = {self.p_value:.2g})"
 
@@ -150,6 +159,12 @@ def _stats(stats: Any) -> tuple[float, float, int] | None:
     if not isinstance(stats, dict):
         return None
     return stats.get("mean"), stats.get("std"), stats.get("n") or 0
+
+
+def _count(stats: dict[str, Any]) -> int:
+    """A summary's number of trials (0 when it holds none, or not as a number)."""
+    n = stats.get("n")
+    return n if isinstance(n, int) else 0
 
 
 def compared(matrix: dict[str, Any], base: Baseline) -> list[dict[str, Any]]:
@@ -172,11 +187,12 @@ def rows(matrix: dict[str, Any], base: Baseline, metrics: Sequence[str]) -> list
             row = Row(metric, cell, median, (stats or {}).get("std"), (stats or {}).get("n"))
             if cell != base.cell and median is not None and ref_median is not None:
                 delta = median - ref_median
-                p = welch_p_stats(_stats(stats), _stats(ref))
+                too_few = not testable(_count(stats), _count(ref))
+                p = None if too_few else welch_p_stats(_stats(stats), _stats(ref))
                 good = delta > 0 if higher_is_better(metric) else delta < 0
                 row = Row(metric, cell, median, row.std, row.n, delta,
                           delta / abs(ref_median) * 100 if ref_median else None, p,
-                          None if delta == 0 else good)
+                          None if delta == 0 else good, too_few)
             out.append(row)
     return out
 
@@ -238,7 +254,8 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.paragraph(Markup(
             f"Baseline: <strong>{html.escape(base.cell)}</strong> ({html.escape(base.why)}). "
             f"Each other cell's difference is its median minus the baseline's; significant: "
-            f"Welch's two-sided test at p &lt; {ALPHA}; a significant difference is green "
+            f"Welch's two-sided test at p &lt; {ALPHA}, made with at least "
+            f"{MIN_TRIALS_PER_SIDE} trials on each side; a significant difference is green "
             f"when better, red when worse."))
     else:
         page.paragraph("One cell: nothing to compare it with.", "note")
@@ -263,7 +280,7 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
     metrics = headline_metrics(matrix)
     table = []
     for row in rows(matrix, base, metrics):
-        css = "" if row.better is None or (row.p_value is not None and row.p_value >= ALPHA) \
+        css = "" if row.better is None or row.p_value is None or row.p_value >= ALPHA \
             else ("good" if row.better else "bad")
         delta = _signed(row.delta)
         pct = _signed(row.delta_pct, " %")

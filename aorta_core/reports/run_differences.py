@@ -1,6 +1,7 @@
-"""What differs between two sweeps before any metric: the command each cell ran, its collectors
-and their options, the environment variables it set, and the environment (host, GPUs, driver,
-Python, packages, collector versions).
+"""What differs between two sweeps before any metric: the overrides set for a whole run, the
+command each cell ran, its collectors and their options, the environment variables it set, and
+the environment (host, GPUs, driver, Python, packages, collector versions). A cell is set against
+the cell it is paired with (:mod:`.cell_pairs`).
 
 Everything comes from what the run folders already hold: ``matrix.json`` (its ``environments``
 and each cell's ``command`` and ``collectors``) and the first readable trial record of each cell
@@ -19,12 +20,14 @@ from typing import Any
 import msgspec
 
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
+from aorta_core.reports.cell_pairs import Pairing, label
 from aorta_core.reports.html import inside
 
 #: Per-cell values shown per aspect before the rest is counted.
 MAX_CELL_LINES = 10
 
 _PHRASES = {
+    "override": "set the override {key} differently in every cell",
     "command": "ran different commands",
     "collectors": "used different collectors",
     "option": "set collector {name}'s option {key} differently",
@@ -38,8 +41,8 @@ _PHRASES = {
 }
 
 #: How a missing value (``None``) reads, per aspect.
-_NONE = {"collectors": "none", "option": "unset", "env": "unset", "package": "not installed",
-         "collector": "not installed"}
+_NONE = {"override": "unset", "collectors": "none", "option": "unset", "env": "unset",
+         "package": "not installed", "collector": "not installed"}
 
 
 @dataclass
@@ -129,11 +132,19 @@ def first_records(output: Path, matrix: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _cell_differences(a: tuple[Path, dict[str, Any]], b: tuple[Path, dict[str, Any]]
-                      ) -> list[Difference]:
+def _by_pair(cells: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """Each cell's value under its pair's name (:func:`.cell_pairs.label`), an unpaired one's
+    under its own: only paired cells share a key with the other run."""
+    return {names.get(n, n): v for n, v in cells.items()}
+
+
+def _cell_differences(a: tuple[Path, dict[str, Any]], b: tuple[Path, dict[str, Any]],
+                      pairing: Pairing) -> list[Difference]:
     (a_out, a_matrix), (b_out, b_matrix) = a, b
-    a_cells = {c["cell"]: c for c in a_matrix.get("cells") or []}
-    b_cells = {c["cell"]: c for c in b_matrix.get("cells") or []}
+    a_names = {p: label(p, q) for p, q in pairing.pairs}
+    b_names = {q: label(p, q) for p, q in pairing.pairs}
+    a_cells = _by_pair({c["cell"]: c for c in a_matrix.get("cells") or []}, a_names)
+    b_cells = _by_pair({c["cell"]: c for c in b_matrix.get("cells") or []}, b_names)
 
     def per_cell(cells: dict[str, dict], get: Callable[[dict], str | None]
                  ) -> dict[str, str | None]:
@@ -144,7 +155,8 @@ def _cell_differences(a: tuple[Path, dict[str, Any]], b: tuple[Path, dict[str, A
                                   for n, c in a_cells.items()},
                    {n: ", ".join(c.get("collectors") or []) or None
                     for n, c in b_cells.items()})
-    a_rec, b_rec = first_records(a_out, a_matrix), first_records(b_out, b_matrix)
+    a_rec = _by_pair(first_records(a_out, a_matrix), a_names)
+    b_rec = _by_pair(first_records(b_out, b_matrix), b_names)
     a_opts = {c: {n: _flat(r.options) for n, r in rec.collectors.items()}
               for c, rec in a_rec.items()}
     b_opts = {c: {n: _flat(r.options) for n, r in rec.collectors.items()}
@@ -192,11 +204,14 @@ def _order(d: Difference) -> int:
 
 
 def differences(a: tuple[Path, dict[str, Any]], b: tuple[Path, dict[str, Any]],
-                used: set[str], blocking: set[str]) -> list[Difference]:
+                used: set[str], blocking: set[str], pairing: Pairing) -> list[Difference]:
     """Every difference between run ``a`` and run ``b`` (each: output folder and its
-    matrix), the per-cell ones first; ``used``: the collectors either run's cells use (whose
-    versions count), ``blocking``: the environment keys that make them not comparable."""
-    out = _cell_differences(a, b)
+    matrix), the overrides of whole runs and the per-cell ones first; ``used``: the collectors
+    either run's cells use (whose versions count), ``blocking``: the environment keys that make
+    them not comparable, ``pairing``: which cell is set against which."""
+    out = [Difference("override", [r.baseline], [r.candidate], r.key)
+           for r in pairing.run_level]
+    out += _cell_differences(a, b, pairing)
     ea, eb = _environment(a[1], used), _environment(b[1], used)
     for aspect, key in sorted(ea.keys() | eb.keys(), key=lambda k: (list(_PHRASES).index(k[0]),
                                                                       k[1])):

@@ -11,6 +11,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+#: Fewer passing trials than this on either side and nothing is tested: the output says
+#: :data:`TOO_FEW` instead of a p-value. Welch's test estimates each side's variance; from 2
+#: trials that estimate has one degree of freedom, the test's own degrees of freedom fall to
+#: 1-2, and its p swings with any one trial (one pair of runs read +307 % "significant,
+#: p = 0.044" and -77 % "not significant"). From 3 the test has at least 2 degrees of freedom
+#: and holds its level under normal noise, with little power. A test that replaces Welch's
+#: states its own minimum here (an exact permutation test cannot reach p < 0.1 at 3 a side).
+MIN_TRIALS_PER_SIDE = 3
+#: What the outputs say where a side has fewer than :data:`MIN_TRIALS_PER_SIDE` trials.
+TOO_FEW = f"too few trials to test (needs ≥ {MIN_TRIALS_PER_SIDE} per side)"
+
+
+def testable(n_a: int, n_b: int) -> bool:
+    """Whether sides of ``n_a`` and ``n_b`` passing trials are enough to test."""
+    return min(n_a, n_b) >= MIN_TRIALS_PER_SIDE
+
 
 def implementation() -> str:
     try:

@@ -17,7 +17,7 @@ from pytest import approx
 from reports.report_helpers import aorta
 
 from aorta_core.reports import significance
-from aorta_core.reports.compare import _mark, higher_is_better
+from aorta_core.reports.compare import _mark, _moved, higher_is_better
 
 STEP = "workload_step_ms"
 
@@ -127,9 +127,17 @@ def test_runs_with_another_collector_option_say_so_before_any_metric(tmp_path):
               f"collector.rusage.max_rss={value}", "--", sys.executable, "-c", "pass",
               cwd=tmp_path)
     done = aorta("compare", str(runs["true"]), str(runs["false"]), "--json", cwd=tmp_path)
-    (diff,) = json.loads(done.stdout)["differences"]
+    override, diff = json.loads(done.stdout)["differences"]
+    assert (override["aspect"], override["key"], override["baseline"],
+            override["candidate"]) == ("override", "collector.rusage.max_rss", ["True"], ["False"])
     assert (diff["aspect"], diff["name"], diff["key"], diff["baseline"], diff["candidate"],
             diff["blocks"]) == ("option", "rusage", "max_rss", ["true"], ["false"], False)
+    # The option is in every cell's name of each run, yet the cells pair.
+    rows = {r["metric"]: r for r in json.loads(done.stdout)["rows"]}
+    assert {r["cell"] for r in rows.values()} == {
+        "collector.rusage.max_rss=True,collector=rusage → "
+        "collector.rusage.max_rss=False,collector=rusage"}
+    assert rows["wall_time_s"]["difference"] is not None
     lines = _before_metrics(aorta("compare", str(runs["true"]), str(runs["false"]),
                                   cwd=tmp_path))
     assert ("- the two runs set collector rusage's option max_rss differently: A `true`, "
@@ -169,11 +177,19 @@ def test_direction_of_metrics(metric, higher):
 
 
 def test_marks():
-    assert _mark(1.05, False, 1.1, 0.001, 0.05) == " "
-    assert _mark(1.2, False, 1.1, 0.001, 0.05) == "+"
-    assert _mark(1.2, True, 1.1, 0.001, 0.05) == "-"
-    assert _mark(0.8, True, 1.1, None, 0.05) == "+"  # too few trials to test: the factor decides
-    assert _mark(1.2, False, 1.1, 0.3, 0.05) == "~"
+    assert _mark(_moved(1, 1.05, 1.1), False, 0.001, 0.05) == " "
+    assert _mark(_moved(1, 1.2, 1.1), False, 0.001, 0.05) == "+"
+    assert _mark(_moved(1, 1.2, 1.1), True, 0.001, 0.05) == "-"
+    assert _mark(_moved(1, 0.8, 1.1), True, None, 0.05) == "+"  # untested: the factor decides
+    assert _mark(_moved(1, 1.2, 1.1), False, 0.3, 0.05) == "~"
+
+
+@pytest.mark.parametrize(("base", "cand", "moved"), [
+    (0, 0, 0), (0, 1e-9, 1), (0, -3, -1),  # any change of a 0 is past every factor
+    (-10, -5, 1), (-10, -9.5, 0), (-10, -20, -1), (-9, 5, 1),  # against the magnitude
+    (10, -5, -1), (10, 12, 1), (10, 9.5, 0)])
+def test_direction_past_the_factor(base, cand, moved):
+    assert _moved(base, cand, 1.1) == moved
 
 
 @pytest.mark.parametrize(("t", "df", "p"), [

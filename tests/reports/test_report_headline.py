@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from reports.test_report_browser import _render
 
 from aorta_core.reports.html import fmt
 from aorta_core.reports.matrix_files import passing_values
-from aorta_core.reports.significance import welch_p
+from aorta_core.reports.significance import MIN_TRIALS_PER_SIDE, TOO_FEW, welch_p
 from aorta_core.reports.sweep import _build_page, write_sweep_report
 
 #: A payload whose ``step_ms`` differs by trial, ``steps`` never, and ``extra_ms`` is only
@@ -28,6 +29,9 @@ from aorta_core.reports.sweep import _build_page, write_sweep_report
 PAYLOAD = ("import json, os; t = int(os.environ['AORTA_TRIAL']); m = {'step_ms': 10 + t, "
            "'steps': 5}; m.update({'extra_ms': 3.0 + t} if os.environ['MODE'] == 'a' else {}); "
            "json.dump(m, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
+#: ``step_ms`` scaled by K: 10-11 (-12) against 80-88 (-96), 8x slower.
+SCALED = ("import json, os; t = int(os.environ['AORTA_TRIAL']); k = int(os.environ['K']); "
+          "json.dump({'step_ms': k * (10 + t)}, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
 H200_README = REPO / "bench/gpu_evidence/h200-2026-12-03/readme/run/matrix.json"
 HEADLINE_COLUMNS = ["metric", "cell", "median ± std (n)", "Δ vs baseline", "Δ %", "significance"]
 
@@ -54,6 +58,8 @@ SWEEPS = {
               "-m", "aorta_core.workloads.tiny", "--steps", "5"),
     "modes": ("-m", "sweep=repeat", "trials=2", "+env.MODE=a,b", "--", sys.executable, "-c",
               PAYLOAD),
+    **{f"scaled{n}": ("-m", "sweep=repeat", f"trials={n}", "+env.K=1,8", "--", sys.executable,
+                      "-c", SCALED) for n in (2, 3)},
 }
 
 
@@ -91,7 +97,8 @@ def _metrics(table: Table) -> list[str]:
 
 def _check_against_baseline(out: Path, table: Table, baseline: str) -> None:
     """Every row of a cell other than the baseline: the difference of medians (matrix.json) and
-    Welch's p computed here from the trials' values in matrix.parquet."""
+    Welch's p computed here from the trials' values in matrix.parquet, or, with fewer than
+    :data:`MIN_TRIALS_PER_SIDE` on a side, no test."""
     matrix = json.loads((out / "matrix.json").read_text())
     medians = {c["cell"]: {m: s["median"] for m, s in c["metrics_summary"].items()}
                for c in matrix["cells"]}
@@ -112,8 +119,8 @@ def _check_against_baseline(out: Path, table: Table, baseline: str) -> None:
         side = [values.filter((pl.col("cell") == c) & (pl.col("metric") == metric))["value"]
                 .to_list() for c in (cell, baseline)]
         p = welch_p(*side)
-        if p is None:  # a side with one passing trial
-            assert row[5].text == "not tested (fewer than 2 trials)"
+        if min(map(len, side)) < MIN_TRIALS_PER_SIDE:
+            assert row[5].text == TOO_FEW
         else:
             word = "significant" if p < 0.05 else "not significant"
             assert row[5].text == f"{word} (p = {p:.2g})"
@@ -149,7 +156,7 @@ def test_h200_benchmark_headline(tmp_path):
               if row[0].title == "workload_tflops"]
     assert tflops == [["workload.parallel=ddp (baseline)", "395.3 ± 0.07329 (n=2)", "", "", ""],
                       ["workload.parallel=fsdp", "387.8 ± 2.094 (n=2)", "-7.495", "-1.896 %",
-                       "not significant (p = 0.12)"]]
+                       "too few trials to test (needs ≥ 3 per side)"]]
 
 
 def test_grid_headline_and_axes(runs):
@@ -200,6 +207,28 @@ def test_agree_headline_leads_with_the_verdicts(runs):
     assert shown == set(ran)
     assert _metrics(table)[:2] == ["workload_samples_per_s", "workload_step_time_ms"]
     _check_against_baseline(out, table, "bare")
+
+
+@pytest.mark.parametrize("trials", [2, 3])
+def test_no_significance_claim_below_the_minimum_trials(runs, trials):
+    """8x slower with 2 trials a side: Welch's p would be 0.034 ("significant") from one degree
+    of freedom a side; the headline says there are too few trials and colours nothing. With 3
+    it tests, and a significant slowdown is red."""
+    out = runs[f"scaled{trials}"]
+    table, paragraphs, _ = _headline(out)
+    assert "made with at least 3 trials on each side" in paragraphs[0]
+    (row,) = [r for r in table.rows if r[1].text == "env.K=8"]
+    fast, slow = [10 + t for t in range(trials)], [8 * (10 + t) for t in range(trials)]
+    if trials < MIN_TRIALS_PER_SIDE:
+        assert welch_p(fast, slow) < 0.05  # what was claimed before
+        significance, css = TOO_FEW, None
+    else:
+        significance, css = f"significant (p = {welch_p(fast, slow):.2g})", "bad"
+    delta = statistics.median(slow) - statistics.median(fast)
+    assert [c.text for c in row[3:]] == [f"+{delta:g}", "+700 %", significance]
+    headline = re.search(r"<table class='headline'>(.*?)</table>",
+                         (out / "report.html").read_text(), re.S).group(1)
+    assert re.findall(r"<span class=(\w+)>", headline) == ([css] * 2 if css else [])
 
 
 def test_constant_metrics_fold_and_a_missing_value_is_not_measured(runs):
