@@ -21,6 +21,7 @@ Usage:
   aorta sweep run --recipe R.yaml [--collect a,b] [--trials N] [--output DIR] -- command args...
                                               an upstream ROCm/aorta probe recipe, same engine
                                               (docs/profiling.md section 0)
+  aorta sweep list-mitigations                the names of a probe recipe's axes
   aorta plugins [--json]                      installed collectors
   aorta --version                             aorta-core's and each collector's version
   aorta matrix <output>                       (re)build matrix.json/.parquet, perf.md, report.html
@@ -35,6 +36,7 @@ Usage:
                                               each rank's step time by part, stragglers, findings
                                               (diagnosis.json per trial; docs/diagnose.md)
   aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
+  aorta help [<command> [<sub>]]              this page, or a command's (aorta <command> --help)
 
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>
