@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib.resources import files
 
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from aorta_core.app.help import config_options
 from aorta_core.engine.argv import from_config
 from aorta_core.engine.auto import AUTO, uses_workload
 from aorta_core.engine.keys import not_a_choice
@@ -86,11 +86,7 @@ def _choices(key: str) -> tuple[str, ...]:
 
     if key in CHOICES:
         return CHOICES[key]
-    folder = files(CONFIG_MODULE) / key
-    if "." in key or not folder.is_dir():
-        return ()
-    return tuple(sorted(p.name.removesuffix(".yaml") for p in folder.iterdir()
-                        if p.name.endswith(".yaml")))
+    return () if "." in key else tuple(config_options(CONFIG_MODULE, key))
 
 
 def refusal(arguments: tuple[Argument, ...]) -> str | None:

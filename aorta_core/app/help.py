@@ -48,7 +48,8 @@ Exit status: 0 all trials passed, 1 a trial failed or a cell was refused, 2 usag
 CORE_CONF = "aorta_core.conf"
 
 
-def _options(package: str, group: str) -> list[str]:
+def config_options(package: str, group: str) -> list[str]:
+    """The options of a config group of ``package``, by their files (no Hydra, no plugin)."""
     folder = files(package) / group
     if not folder.is_dir():
         return []
@@ -73,8 +74,8 @@ def _config(overrides: list[str]) -> str:
 def print_help(overrides: list[str], collectors: list[str]) -> None:
     """Usage, the recipes, workloads and installed ``collectors``, then the config."""
     lines = [USAGE, "== Config groups ==",
-             f"sweep: {', '.join(_options(CORE_CONF, 'sweep'))}",
-             f"workload: {', '.join(_options(CORE_CONF, 'workload'))}",
+             f"sweep: {', '.join(config_options(CORE_CONF, 'sweep'))}",
+             f"workload: {', '.join(config_options(CORE_CONF, 'workload'))}",
              f"collector: {', '.join(collectors) if collectors else '(none installed)'}",
              "", "== Config ==", _config(overrides)]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -1,13 +1,16 @@
 """Compose the config once before Hydra runs, so that a mistake is one line naming the problem and
 the fix (exit status 2) instead of Hydra's multi-line report, or a sweep that runs the wrong thing.
 
-Caught here: an unknown recipe, workload, collector or launcher; a mistyped or ill-typed option,
-swept values too (each is composed once); a key that is no setting (``trails=1``, ``+trails=1``:
-"did you mean `trials`?"); a collector key that does not exist (``+collector.x.typo=1``, which
-Hydra lets through); a bare word where an override was expected (a command without ``--``); a
-command after ``--`` with the default recipe, whose axes are the benchmark's; a recipe that needs
-a command and got none. A core setting's swept value (``trials=1,abc``) is refused by its cell
-alone, when the job is composed.
+Caught here: an unknown recipe, workload, collector or launcher (with the option meant: "did you
+mean `sweep=grid`?"); a mistyped or ill-typed option, swept values too (each is composed once); a
+key or config group that is no setting (``trails=1``, ``+trails=1``, ``colector=x``: "did you mean
+`trials`?"); a collector key that does not exist (``+collector.x.typo=1``, which Hydra lets
+through); a value the built-in benchmark refuses (``workload.parallel=dpp``, composed by the
+benchmark's own config); a key given twice (Hydra would keep the last); a flag Hydra does not take;
+a bare word where an override was expected (a command without ``--``); a command after ``--`` with
+the default recipe, whose axes are the benchmark's; a recipe that needs a command and got none. A
+core setting's swept value (``trials=1,abc``) is refused by its cell alone, when the job is
+composed.
 """
 
 from __future__ import annotations
