@@ -426,7 +426,7 @@ def check(args: list[str], command: list[str] | None) -> Plan:
                     hydra_args=tuple(overrides), flags=flags)
     else:
         plan = _composed(overrides, args, command, output, flags)
-    _given_once(args)
+    _given_once(args)  # after: a value no cell could take is named as if given once
     return plan
 
 
