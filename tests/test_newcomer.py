@@ -1,6 +1,7 @@
 """Traps a newcomer falls into, through the real CLI: a command with the default recipe, Hydra's
-errors (multirun too), keys that are no setting, trial lines of
-parallel cells, ``--version``.
+errors (multirun too), keys that are no setting, the benchmark's values and misspelt groups, a key
+given twice, Hydra's flags anywhere in the line, trial lines of parallel cells, a help page for
+every command, ``--version``.
 
 Hardware: none (one-line commands per trial, or nothing runs); CPU-only and GPU machines alike.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import good_collector, records, run_aorta
 from needs import needs
+
+from aorta_core.app.cli import SUBCOMMANDS
 
 JOBLIB = "hydra_plugins.hydra_joblib_launcher"
 SUBMITIT = "hydra_plugins.hydra_submitit_launcher"
@@ -127,6 +130,86 @@ def test_one_collectors_options_go_to_the_cells_that_select_it(plugin_site, tmp_
     assert not any(k.startswith("good_") for k in runs[("other",)])
 
 
+# -- values checked when composed (issue 41): nothing runs, nothing is written -------------------
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["workload.parallel=dpp"],
+     "workload.parallel=dpp is not one of ddp, fsdp; did you mean `workload.parallel=ddp`?"),
+    (["-m", "workload.parallel=ddp,dpp"],
+     "workload.parallel=dpp is not one of ddp, fsdp; did you mean `workload.parallel=ddp`?"),
+    (["workload.model=tinny"], "workload.model=tinny is not one of base, small, tiny, auto; did "
+                               "you mean `workload.model=tiny`?"),
+    (["workload.precision=bf61"], "workload.precision=bf61 is not one of none, bf16, fp16, auto; "
+                                  "did you mean `workload.precision=bf16`?"),
+    (["workload.batch_size=0"],
+     "workload.batch_size=0 is refused by the benchmark: data.batch_size=0 must be >= 1"),
+    (["workload.steps=abc"], "workload.steps=abc is refused by the benchmark: Error merging "
+                             "override training.max_steps=abc; Value 'abc' of type 'str' could "
+                             "not be converted to Integer"),
+])
+def test_a_benchmark_value_is_refused_before_anything_runs(tmp_path: Path, args, line):
+    """The default recipe hands ``workload.*`` to the benchmark's own Hydra config, which aorta's
+    cannot check: each cell's arguments are composed by it at plan time."""
+    done = run_aorta([*args, f"output={tmp_path / 'out'}"], cwd=tmp_path)
+    assert _one_error(done) == line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["colector=torchprof"], "colector is not a setting; did you mean `collector`?"),
+    (["+colector=torchprof"], "colector is not a setting; did you mean `collector`?"),
+    (["swep=grid"], "swep is not a setting; did you mean `sweep`?"),
+    (["hydra/lancher=basic"], "hydra/lancher is not a setting; did you mean `hydra/launcher`?"),
+    (["sweep=gird"], "In 'config': Could not find 'sweep/gird'; Available options in 'sweep': "
+                     "agree, default, grid, repeat; did you mean `sweep=grid`?"),
+    (["hydra/launcher=basc"], "did you mean `hydra/launcher=basic`?"),
+])
+def test_a_misspelt_group_names_the_one_meant(tmp_path: Path, args, line):
+    done = run_aorta([*args, f"output={tmp_path / 'out'}"], cwd=tmp_path)
+    assert _one_error(done).endswith(line)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "given"), [
+    (["trials=1", "trials=2"], "trials= is given 2 times (trials=1 trials=2)"),
+    (["+env.X=1", "++env.X=2"], "env.X= is given 2 times (+env.X=1 ++env.X=2)"),
+    (["-m", "trials=1,2", "trials=3"], "trials= is given 2 times (trials=1,2 trials=3)"),
+    (["output=elsewhere"], "output= is given 2 times (output=<out> output=elsewhere)"),
+])
+def test_a_key_given_twice_is_refused(tmp_path: Path, args, given):
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", f"output={out}", *args, *TRUE], cwd=tmp_path)
+    assert _one_error(done) == (f"{given.replace('<out>', str(out))}; Hydra would silently "
+                                "keep the last: give it once")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("place", [0, 2, 4])
+def test_the_multirun_flag_works_anywhere_in_the_line(tmp_path: Path, place: int):
+    out = tmp_path / "out"
+    args = ["sweep=repeat", "trials=1", "+cell=a,b", f"output={out}"]
+    args.insert(place, "-m")
+    done = run_aorta([*args, *TRUE], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(r["cell"] for r in records(out)) == ["cell=a", "cell=b"]
+
+
+def test_a_flag_after_the_output_reaches_hydra(tmp_path: Path):
+    done = run_aorta(["sweep=repeat", "trials=2", f"output={tmp_path / 'out'}", "--cfg", "job",
+                      "-p", "trials", *TRUE], cwd=tmp_path)
+    assert (done.returncode, done.stdout.strip()) == (0, "2"), done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unknown_flag_is_one_line_and_leaves_nothing_behind(tmp_path: Path):
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", f"output={out}", "--multi-run", *TRUE], cwd=tmp_path)
+    assert _one_error(done) == ("unrecognized arguments: --multi-run; aorta takes key=value "
+                                "overrides and Hydra's flags (python -m aorta_core --hydra-help "
+                                "lists them)")
+    assert list(tmp_path.iterdir()) == []
+
+
 @needs(SUBMITIT)
 @pytest.mark.skipif(shutil.which("srun") is not None, reason="needs a machine without Slurm")
 @pytest.mark.parametrize("existing", [False, True])
@@ -187,6 +270,46 @@ def test_version_names_aorta_and_each_collector(plugin_site, tmp_path: Path):
     for ep in entry_points(group="aorta.collectors"):
         assert f"collector {ep.name}: {ep.dist.metadata['Name']} {ep.dist.version}" in \
             everything.stdout
+
+
+# -- help everywhere (issue 41) ---------------------------------------------------------------
+
+#: (command line, how its page starts, what it says): every tool, its sub-commands, ``aorta
+#: sweep``'s verbs, and ``aorta help [<command>]`` for ``aorta [<command>] --help``.
+HELP_PAGES = [
+    *[([tool, "--help"], f"usage: aorta {tool} ", None) for tool in SUBCOMMANDS],
+    (["help", "plugins"], "usage: aorta plugins ", "list installed collectors"),
+    (["report", "overlap", "--help"], "usage: aorta report overlap ", "overlap report over"),
+    (["help", "report", "sweep"], "usage: aorta report sweep ", "(re)write a sweep's report"),
+    (["sweep", "--help"], "usage: aorta sweep ", "list-mitigations"),
+    (["sweep", "-h"], "usage: aorta sweep ", "list-mitigations"),
+    (["help", "sweep"], "usage: aorta sweep ", "list-mitigations"),
+    (["sweep", "list-mitigations", "--help"], "usage: aorta sweep list-mitigations ",
+     "the names a recipe's mitigation_axis"),
+    (["sweep", "run", "--help"], "usage: aorta sweep run ", "run an upstream ROCm/aorta probe"),
+    (["help", "sweep", "run"], "usage: aorta sweep run ", "--recipe"),
+    (["help"], "aorta: run a workload", "aorta help [<command> [<sub>]]"),
+]
+
+
+@pytest.mark.parametrize(("args", "head", "says"), HELP_PAGES,
+                         ids=[" ".join(args) for args, _, _ in HELP_PAGES])
+def test_every_command_has_a_help_page(tmp_path: Path, args, head, says):
+    done = run_aorta(args, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.startswith(head), done.stdout
+    assert says is None or says in done.stdout
+    if head.startswith("usage: "):  # then what the command does, before its arguments
+        assert not done.stdout.split("\n\n")[1].startswith(("positional", "options")), \
+            done.stdout
+    assert "``" not in done.stdout and "tf32_off:" not in done.stdout  # no reST, no listing
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_aorta_help_is_the_help_page(tmp_path: Path):
+    asked = run_aorta(["help"], cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == run_aorta(["--help"], cwd=tmp_path).stdout
 
 
 @pytest.mark.parametrize("args", [["plugins", "--json"], ["plugins"], ["--version"], ["--help"],

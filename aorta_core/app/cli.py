@@ -27,8 +27,9 @@ from aorta_core.engine.progress import collector_warning, console, error_line, w
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline",
                "diagnose")
-#: What no collector's command may be named: the tools, and upstream's ``aorta sweep run``.
-RESERVED = frozenset(SUBCOMMANDS) | {"sweep"}
+#: What no collector's command may be named: the tools, upstream's ``aorta sweep run`` and
+#: ``aorta help``.
+RESERVED = frozenset(SUBCOMMANDS) | {"sweep", "help"}
 def _print_json(obj, out: TextIO) -> None:
     from aorta_core.engine.records import dump_json
 
@@ -396,10 +397,15 @@ def _timeline_value(name: str):
     return _argument(parse)
 
 
+def _add_tool(sub, name: str, about: str) -> argparse.ArgumentParser:
+    """A tool's parser: ``aorta <tool> --help`` says what it does, then its arguments."""
+    return sub.add_parser(name, help=about, description=about)
+
+
 def _add_timeline_parser(sub) -> None:
     parse_ints, parse_window = _timeline_value("parse_ints"), _timeline_value("parse_window")
-    t = sub.add_parser("timeline", help="merge a trial's traces into one Perfetto/chrome "
-                                        "trace (every trial of a sweep output)")
+    t = _add_tool(sub, "timeline", "merge a trial's traces into one Perfetto/chrome trace "
+                                   "(every trial of a sweep output)")
     t.add_argument("path", help="a trial folder (.../trial_NNN), a cell's, a sweep's output, "
                                 "or a folder of Kineto traces")
     t.add_argument("--output", help="the file to write for one trial (default "
@@ -414,8 +420,8 @@ def _add_timeline_parser(sub) -> None:
 
 
 def _add_diagnose_parser(sub) -> None:
-    d = sub.add_parser("diagnose", help="why is a step slow: each rank's step time by part, "
-                                        "stragglers and findings, into <trial>/diagnosis.json")
+    d = _add_tool(sub, "diagnose", "why is a step slow: each rank's step time by part, "
+                                   "stragglers and findings, into <trial>/diagnosis.json")
     from aorta_core.reports.straggler_thresholds import MIN_EXCESS_MS, MIN_EXCESS_PCT
 
     d.add_argument("path", help="a trial folder (.../trial_NNN), a cell's, a sweep's output, "
@@ -430,9 +436,9 @@ def _add_diagnose_parser(sub) -> None:
 
 
 def _add_report_parsers(sub) -> None:
-    p = sub.add_parser("report", help="write a report: overlap (benchmark JSONL) or sweep")
+    p = _add_tool(sub, "report", "write a report: overlap (benchmark JSONL) or sweep")
     kinds = p.add_subparsers(dest="report", required=True)
-    o = kinds.add_parser("overlap", help="overlap report over rank_*_metrics.jsonl folders")
+    o = _add_tool(kinds, "overlap", "overlap report over rank_*_metrics.jsonl folders")
     o.add_argument("--log-dir", action="append", required=True,
                    help="a benchmark output_dir (repeatable)")
     o.add_argument("--label", action="append", help="name of the matching --log-dir")
@@ -441,11 +447,11 @@ def _add_report_parsers(sub) -> None:
     o.add_argument("--candidate", help="label compared with --reference")
     o.add_argument("--no-png", action="store_true", help="skip the PNG export")
     o.set_defaults(func=cmd_report_overlap)
-    s = kinds.add_parser("sweep", help="(re)write a sweep's report.html")
+    s = _add_tool(kinds, "sweep", "(re)write a sweep's report.html")
     s.add_argument("output", help="the sweep's output folder")
     s.add_argument("--no-png", action="store_true", help="skip the PNG export")
     s.set_defaults(func=cmd_report_sweep)
-    c = sub.add_parser("compare", help="compare two sweeps cell by cell (asv-style marks)")
+    c = _add_tool(sub, "compare", "compare two sweeps cell by cell (asv-style marks)")
     c.add_argument("baseline", help="output folder of the baseline sweep (run A)")
     c.add_argument("candidate", help="output folder of the candidate sweep (run B)")
     c.add_argument("--factor", type=float, default=1.1,
@@ -467,8 +473,8 @@ def _add_report_parsers(sub) -> None:
     c.add_argument("--html", metavar="PATH", help="also write an HTML page")
     c.add_argument("--no-png", action="store_true", help="skip the PNG export of --html")
     c.set_defaults(func=cmd_compare)
-    a = sub.add_parser("agree", help="do the profilers of a sweep=agree agree? (rewrites "
-                                     "agreement.json and report.html)")
+    a = _add_tool(sub, "agree", "do the profilers of a sweep=agree agree? (rewrites "
+                                "agreement.json and report.html)")
     a.add_argument("output", help="the output folder of a sweep=agree")
     a.add_argument("--tolerance-pct", type=float, metavar="X",
                    help="a metric agrees when its sources are within X %% of each other "
@@ -481,13 +487,13 @@ def _parser() -> argparse.ArgumentParser:
     """The tools' parser (numpy-free: the tool being run imports what it needs)."""
     parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("plugins", help="list installed collectors")
+    p = _add_tool(sub, "plugins", "list installed collectors")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_plugins)
-    p = sub.add_parser("matrix", help="(re)build matrix.json/.parquet, perf.md, report.html")
+    p = _add_tool(sub, "matrix", "(re)build matrix.json/.parquet, perf.md, report.html")
     p.add_argument("output", help="the sweep's output folder")
     p.set_defaults(func=cmd_matrix)
-    p = sub.add_parser("parse", help="print the metrics a collector parses from a folder")
+    p = _add_tool(sub, "parse", "print the metrics a collector parses from a folder")
     p.add_argument("collector")
     p.add_argument("artifact_dir")
     p.add_argument("options", nargs="*", metavar="key=value",
@@ -520,8 +526,13 @@ def print_version(out: TextIO) -> int:
     return 0
 
 
+def _without_help_word(args: list[str]) -> list[str]:
+    """``aorta help [<command> [<sub>]]`` as ``aorta [<command> [<sub>]] --help``."""
+    return [*args[1:], "--help"] if args[:1] == ["help"] else args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = _without_help_word(sys.argv[1:] if argv is None else argv)
     out = sys.stdout
     try:
         tool = _tool(args)

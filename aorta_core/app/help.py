@@ -21,6 +21,7 @@ Usage:
   aorta sweep run --recipe R.yaml [--collect a,b] [--trials N] [--output DIR] -- command args...
                                               an upstream ROCm/aorta probe recipe, same engine
                                               (docs/profiling.md section 0)
+  aorta sweep list-mitigations                the names of a probe recipe's axes
   aorta plugins [--json]                      installed collectors
   aorta --version                             aorta-core's and each collector's version
   aorta matrix <output>                       (re)build matrix.json/.parquet, perf.md, report.html
@@ -35,6 +36,7 @@ Usage:
                                               each rank's step time by part, stragglers, findings
                                               (diagnosis.json per trial; docs/diagnose.md)
   aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
+  aorta help [<command> [<sub>]]              this page, or a command's (aorta <command> --help)
 
 Everything after `--` is the workload argv, passed byte-for-byte and never through a shell.
 Top-level keys: output=<dir> trials=N timeout=<s> +env.<VAR>=<value> retain.on_pass=<level>
@@ -46,7 +48,8 @@ Exit status: 0 all trials passed, 1 a trial failed or a cell was refused, 2 usag
 CORE_CONF = "aorta_core.conf"
 
 
-def _options(package: str, group: str) -> list[str]:
+def config_options(package: str, group: str) -> list[str]:
+    """The options of a config group of ``package``, by their files (no Hydra, no plugin)."""
     folder = files(package) / group
     if not folder.is_dir():
         return []
@@ -71,8 +74,8 @@ def _config(overrides: list[str]) -> str:
 def print_help(overrides: list[str], collectors: list[str]) -> None:
     """Usage, the recipes, workloads and installed ``collectors``, then the config."""
     lines = [USAGE, "== Config groups ==",
-             f"sweep: {', '.join(_options(CORE_CONF, 'sweep'))}",
-             f"workload: {', '.join(_options(CORE_CONF, 'workload'))}",
+             f"sweep: {', '.join(config_options(CORE_CONF, 'sweep'))}",
+             f"workload: {', '.join(config_options(CORE_CONF, 'workload'))}",
              f"collector: {', '.join(collectors) if collectors else '(none installed)'}",
              "", "== Config ==", _config(overrides)]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -1,13 +1,16 @@
 """Compose the config once before Hydra runs, so that a mistake is one line naming the problem and
 the fix (exit status 2) instead of Hydra's multi-line report, or a sweep that runs the wrong thing.
 
-Caught here: an unknown recipe, workload, collector or launcher; a mistyped or ill-typed option,
-swept values too (each is composed once); a key that is no setting (``trails=1``, ``+trails=1``:
-"did you mean `trials`?"); a collector key that does not exist (``+collector.x.typo=1``, which
-Hydra lets through); a bare word where an override was expected (a command without ``--``); a
-command after ``--`` with the default recipe, whose axes are the benchmark's; a recipe that needs
-a command and got none. A core setting's swept value (``trials=1,abc``) is refused by its cell
-alone, when the job is composed.
+Caught here: an unknown recipe, workload, collector or launcher (with the option meant: "did you
+mean `sweep=grid`?"); a mistyped or ill-typed option, swept values too (each is composed once); a
+key or config group that is no setting (``trails=1``, ``+trails=1``, ``colector=x``: "did you mean
+`trials`?"); a collector key that does not exist (``+collector.x.typo=1``, which Hydra lets
+through); a value the built-in benchmark refuses (``workload.parallel=dpp``, composed by the
+benchmark's own config); a key given twice (Hydra would keep the last); a flag Hydra does not take;
+a bare word where an override was expected (a command without ``--``); a command after ``--`` with
+the default recipe, whose axes are the benchmark's; a recipe that needs a command and got none. A
+core setting's swept value (``trials=1,abc``) is refused by its cell alone, when the job is
+composed.
 """
 
 from __future__ import annotations
@@ -16,18 +19,21 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from hydra import compose, initialize_config_module
+from hydra._internal.utils import get_args_parser
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
+from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+from aorta_core.app.benchmark_values import Argument, benchmark_arguments, refusal
 from aorta_core.engine.cells import ConfigError, collector_selection, typed_options
 from aorta_core.engine.grammar import Axis, SweepError, quote, sweep_axes
-from aorta_core.engine.keys import not_a_setting, suggestion, unselected_option
+from aorta_core.engine.keys import nearest, not_a_setting, suggestion, unselected_option
 from aorta_core.engine.plugins import load_registry, unusable_selection
 from aorta_core.engine.settings import CoreSettings, SettingsError, core_settings
 
@@ -73,7 +79,7 @@ def _output(args: list[str]) -> Path | None:
     ``${``: it never goes through Hydra's grammar unquoted), made absolute."""
     given = [args[i] for i in _override_places(args) if args[i].startswith(OUTPUT_KEYS)]
     if len(given) > 1:
-        raise UsageError(f"output= is given {len(given)} times; a sweep has one output=<dir>")
+        raise _given_twice("output", given)
     if not given:
         return None
     value = given[0].split("=", 1)[1]
@@ -104,9 +110,12 @@ class Plan:
     output: Path | None = None
     #: The keys the sweep varies: what tells its cells apart.
     swept: tuple[str, ...] = ()
-    #: The arguments for Hydra: without ``output=``, a collector's options that only some cells
+    #: The overrides for Hydra: without ``output=``, a collector's options that only some cells
     #: select given to every cell (``++``).
     hydra_args: tuple[str, ...] = ()
+    #: Hydra's flags (``-m``, ``--cfg job``), for after every override: Hydra's parser reads the
+    #: overrides as one run of arguments, wherever the user put the flags.
+    flags: tuple[str, ...] = ()
 
 
 def hydra_line(exc: BaseException) -> str:
@@ -129,7 +138,17 @@ def hydra_line(exc: BaseException) -> str:
     text = "; ".join(lines[: head + 1])
     if head < len(lines) - 1:  # "Available options in 'sweep':" then one option per line
         text += " " + ", ".join(lines[head + 1 :])
-    return text + _HELP
+    return text + (_meant_option(exc) or _HELP)
+
+
+def _meant_option(exc: BaseException) -> str | None:
+    """``; did you mean `sweep=grid`?`` for Hydra's "Could not find 'sweep/gird'"."""
+    if not isinstance(exc, MissingConfigException) or not exc.options \
+            or not exc.missing_cfg_file:
+        return None
+    group, _, value = exc.missing_cfg_file.rpartition("/")
+    near = nearest(value, exc.options)
+    return f"; did you mean `{group}={near}`?" if near else None
 
 
 def _bare_word(args: list[str]) -> None:
@@ -228,6 +247,8 @@ class Composer:
         #: Collectors some composed cell selects; collectors some cell only gives options to.
         self.selected: set[str] = set()
         self.given: set[str] = set()
+        #: The built-in benchmark's arguments of each composed cell, each set once.
+        self.benchmark: dict[tuple[Argument, ...], None] = {}
 
     def compose(self, overrides: list[str]) -> DictConfig:
         overrides = [self.forced.get(o, o) for o in overrides]
@@ -248,6 +269,7 @@ class Composer:
         selected, given = collector_selection(cfg, load_registry())
         self.selected |= selected
         self.given |= given
+        self.benchmark[benchmark_arguments(cfg)] = None
         return cfg
 
     def _other_cells_option(self, exc: BaseException, overrides: list[str]) -> str | None:
@@ -360,21 +382,62 @@ def _default_recipe_with_command(args: list[str], command: list[str] | None) -> 
     )
 
 
+def _given_twice(key: str, given: list[str]) -> UsageError:
+    return UsageError(f"{key}= is given {len(given)} times ({shlex.join(given)}); Hydra would "
+                      "silently keep the last: give it once")
+
+
+def _given_once(args: list[str]) -> None:
+    """A key given twice (``trials=1 trials=2``): Hydra would silently keep the last value."""
+    given: dict[str, list[str]] = {}
+    for i in _override_places(args):
+        given.setdefault(args[i].split("=", 1)[0].lstrip("+~"), []).append(args[i])
+    for key, lines in given.items():
+        if len(lines) > 1:
+            raise _given_twice(key, lines)
+
+
+def _refuse_flag(message: str) -> NoReturn:
+    raise UsageError(f"{message}; aorta takes key=value overrides and Hydra's flags "
+                     "(python -m aorta_core --hydra-help lists them)")
+
+
+def _hydra_flags(args: list[str]) -> list[str]:
+    """The arguments that are Hydra's flags (``-m``, ``--cfg job``), read as Hydra will read them
+    (an unknown one is one line here, not Hydra's usage after the output folder is made)."""
+    places = set(_override_places(args))
+    flags = [a for i, a in enumerate(args) if i not in places]
+    parser = get_args_parser()
+    parser.error = _refuse_flag
+    parser.parse_args(flags)
+    return flags
+
+
 def check(args: list[str], command: list[str] | None) -> Plan:
     """Compose ``args`` as Hydra will, each swept value too; raise :class:`UsageError` with the
     reason it cannot run, before anything is written."""
     _bare_word(args)
     _owned_keys(args)
     output = _output(args)
+    flags = tuple(_hydra_flags(args))
+    rest = without_output(args)
+    overrides = [rest[i] for i in _override_places(rest)]
     if any(a in _PRIMARY_FLAGS or a.startswith(_PRIMARY_FLAGS) for a in args):
-        return Plan(allow_failures=any(a in ("allow_failures=true", "allow_failures=True")
+        plan = Plan(allow_failures=any(a in ("allow_failures=true", "allow_failures=True")
                                        for a in args), output=output,
-                    hydra_args=tuple(without_output(args)))
+                    hydra_args=tuple(overrides), flags=flags)
+    else:
+        plan = _composed(overrides, args, command, output, flags)
+    _given_once(args)  # after: a value no cell could take is named as if given once
+    return plan
+
+
+def _composed(overrides: list[str], args: list[str], command: list[str] | None,
+              output: Path | None, flags: tuple[str, ...]) -> Plan:
+    """The plan of the composed config: every cell's config composed once."""
     _default_recipe_with_command(args, command)
     try:
-        rest = without_output(args)
-        parsed = OverridesParser.create().parse_overrides(
-            [rest[i] for i in _override_places(rest)])
+        parsed = OverridesParser.create().parse_overrides(overrides)
     except (HydraException, OmegaConfBaseException) as exc:
         raise UsageError(hydra_line(exc)) from None
     _named_keys(parsed)
@@ -390,6 +453,10 @@ def check(args: list[str], command: list[str] | None) -> Plan:
     _collector_keys(cfg)
     _selected_somewhere(composer)
     _command_given(settings, args, command)
+    for arguments in composer.benchmark:  # composed outside the core's Hydra
+        line = refusal(arguments)
+        if line is not None:
+            raise UsageError(line)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
                 swept=tuple(a.key for a in axes),
-                hydra_args=tuple(composer.forced.get(a, a) for a in rest))
+                hydra_args=tuple(composer.forced.get(a, a) for a in overrides), flags=flags)

@@ -79,10 +79,11 @@ def run_sweep(args: list[str]) -> int:
     except UsageError as exc:
         error_line(str(exc))
         return EXIT_USAGE
-    hydra_args, output = list(plan.hydra_args), plan.output
+    output = plan.output
     register_command(command, plan.swept)
-    if any(a in _INFO_FLAGS for a in hydra_args):  # Hydra prints and runs nothing
-        sys.argv = [sys.argv[0], *hydra_args, *([_output_arg(output)] if output else [])]
+    if any(a in _INFO_FLAGS for a in plan.flags):  # Hydra prints and runs nothing
+        sys.argv = [sys.argv[0], *plan.hydra_args, *([_output_arg(output)] if output else []),
+                    *plan.flags]
         hydra_main()
         return 0
     run = identity(without_output(hydra_args), command)
@@ -100,5 +101,5 @@ def run_sweep(args: list[str]) -> int:
                 error_line(f"cannot make a folder for the run in {Path.cwd()} "
                            f"({exc.strerror or exc}); give a writable output=<dir>")
                 return EXIT_USAGE
-    sys.argv = [sys.argv[0], *hydra_args, _output_arg(output)]
+    sys.argv = [sys.argv[0], *plan.hydra_args, _output_arg(output), *plan.flags]
     return drive(output, run_jobs, plan.allow_failures, run, existing)

@@ -1,16 +1,17 @@
-"""A key the config does not have, named with the nearest one that exists.
+"""A key the config does not have, or a value none of a key's choices, named with the nearest
+one that exists.
 
 Hydra answers ``trails=1`` with "To append to your config use +trails=1", and following that
 hint runs a cell named ``trails=1`` with the default three trials. aorta names the setting that
-was meant instead: the core's keys, the selected workload's and every installed collector's
-options are the candidates.
+was meant instead: the core's keys, its config groups, the selected workload's and every installed
+collector's options are the candidates.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -36,15 +37,26 @@ def _collector_options() -> dict[str, str]:
             for f in dataclasses.fields(collector.info.options)}
 
 
+def _groups(cfg: DictConfig | None) -> list[str]:
+    """The config groups a user selects (``collector``, ``hydra/launcher``): a config that
+    selects none of a group's options has no key of that name. aorta's own groups
+    (``aorta_cli``) are no one's typo."""
+    if cfg is None:
+        return []
+    choices = OmegaConf.select(cfg, "hydra.runtime.choices", default=None) or {}
+    return [group for group in choices if not group.startswith("aorta_")]
+
+
 def suggestion(key: str, cfg: DictConfig | None) -> str | None:
-    """The existing key nearest to ``key`` at the same depth (``cfg``: the config without it)."""
+    """The existing key or config group nearest to ``key`` at the same depth (``cfg``: the config
+    without it)."""
     tree = OmegaConf.to_container(cfg, resolve=False) if cfg is not None else {}
     if not key.startswith("hydra."):
         tree.pop("hydra", None)
     depth = key.count(".")
-    known = [k for k in (*_dotted(tree, ""), *_collector_options()) if k.count(".") == depth]
-    near = difflib.get_close_matches(key, known, n=1)
-    return near[0] if near else None
+    known = [k for k in (*_dotted(tree, ""), *_collector_options(), *_groups(cfg))
+             if k.count(".") == depth]
+    return nearest(key, known)
 
 
 def unselected_option(key: str, collector: str) -> str:
@@ -65,3 +77,16 @@ def not_a_setting(key: str, cfg: DictConfig | None, fix: str = _HELP) -> str:
     if near:
         return f"{key} is not a setting; did you mean `{near}`?"
     return f"{key} is not a setting ({fix})"
+
+
+def nearest(value: str, choices: Sequence[str]) -> str | None:
+    """The choice a mistyped ``value`` most likely meant."""
+    near = difflib.get_close_matches(value, choices, n=1)
+    return near[0] if near else None
+
+
+def not_a_choice(key: str, value: str, choices: Sequence[str]) -> str:
+    """The one line for ``key=value`` where ``value`` is none of ``choices``."""
+    near = nearest(value, choices)
+    fix = f"did you mean `{key}={near}`?" if near else "choose one of them"
+    return f"{key}={value} is not one of {', '.join(choices)}; {fix}"

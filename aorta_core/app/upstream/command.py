@@ -50,7 +50,7 @@ class UsageError(ValueError):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"aorta sweep run: {message}; see aorta sweep run --help")
+        raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
 
 
 def _positive(text: str) -> int:
@@ -59,8 +59,26 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+_RUN = ("run an upstream ROCm/aorta probe recipe on aorta's engine: each cell of its "
+        "mitigation x diagnostic axes runs the command after -- for its trials, under the chosen "
+        "collectors, into <output>/<ticket> (records, matrix.json, perf.md, report.html; a "
+        "re-run resumes)")
+_LIST = "the names a recipe's mitigation_axis and diagnostic_axis take, each with its variables"
+
+
+def _verbs() -> _Parser:
+    """``aorta sweep``'s verbs (``run`` reads its own arguments: :func:`_parser`)."""
+    p = _Parser(prog="aorta sweep", description="upstream ROCm/aorta's probe recipes, run on "
+                "aorta's engine (docs/profiling.md section 0)")
+    verbs = p.add_subparsers(dest="verb", metavar="<verb>", required=True)
+    verbs.add_parser("run", help="run a probe recipe: aorta sweep run --recipe R.yaml -- "
+                                 "<command> (its --help has the options)")
+    verbs.add_parser("list-mitigations", help=_LIST, description=_LIST)
+    return p
+
+
 def _parser() -> _Parser:
-    p = _Parser(prog="aorta sweep run", description=__doc__.split("\n\n")[0],
+    p = _Parser(prog="aorta sweep run", description=_RUN,
                 epilog="Keys, refusals and examples: docs/profiling.md section 0.")
     p.add_argument("--recipe", required=True, type=Path,
                    help="upstream probe recipe (.yaml, or .json)")
@@ -182,18 +200,13 @@ def main(argv: list[str]) -> int:
     """``aorta sweep <verb> ...``; returns the exit status."""
     from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
 
-    verb, rest = (argv[0], argv[1:]) if argv else ("", [])
-    if verb == "list-mitigations":
-        for name, env in BUILTIN.items():
-            sys.stdout.write(f"{name}: {_env_text(env)}\n")
-        return 0
-    if verb != "run":
-        what = f"aorta sweep {verb}: unknown" if verb else "aorta sweep: no verb given"
-        error_line(f"{what}; aorta sweep run --recipe R.yaml -- <command> runs an upstream probe "
-                   "recipe, aorta sweep list-mitigations lists the names of its axes")
-        return EXIT_USAGE
     try:
-        run = parse(rest)
+        if argv[:1] != ["run"]:  # --help prints the page and exits 0
+            _verbs().parse_args(argv)
+            for name, env in BUILTIN.items():  # the only other verb: list-mitigations
+                sys.stdout.write(f"{name}: {_env_text(env)}\n")
+            return 0
+        run = parse(argv[1:])
         args = overrides(run, load_registry_or_exit())
     except (UsageError, RecipeError) as exc:
         error_line(str(exc))
