@@ -215,8 +215,8 @@ def test_an_unknown_flag_is_one_line_and_leaves_nothing_behind(tmp_path: Path):
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, existing: bool):
     out = tmp_path / "runs" / "out"
-    if existing:
-        out.mkdir(parents=True)
+    if existing:  # an earlier run's output, with a note of the user's beside its cells
+        (out / "cells").mkdir(parents=True)
         (out / "notes.txt").write_text("mine")
     done = run_aorta(["sweep=repeat", "hydra/launcher=submitit_slurm", f"output={out}", *TRUE],
                      cwd=tmp_path)
@@ -227,7 +227,7 @@ def test_a_launcher_that_cannot_start_leaves_nothing_behind(tmp_path: Path, exis
                          "on a login node of the cluster, or leave hydra/launcher out to run its "
                          "cells here"), line
     if existing:
-        assert [p.name for p in out.iterdir()] == ["notes.txt"]
+        assert sorted(p.name for p in out.iterdir()) == ["cells", "notes.txt"]
     else:
         assert list(tmp_path.iterdir()) == []
     shown = run_aorta(["sweep=repeat", "hydra/launcher=submitit_slurm", f"output={out}", *TRUE],
