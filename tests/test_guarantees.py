@@ -53,18 +53,6 @@ def test_kill_9_of_aorta_ends_the_payload_and_the_rerun_resumes(tmp_path: Path):
 
 # -- a full disk ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def small_disk(tmp_path: Path):
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip()}): needs root")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def test_disk_full_is_one_line_keeps_records_and_the_lock_is_released(small_disk, tmp_path):
     out = small_disk / "out"
     filler = small_disk / "filler"

@@ -9,7 +9,8 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
   errors :class:`SetupError`, :class:`OptionError`; ``hookimpl`` marks an implementation;
 - option checks: ``check_regex``, ``check_text``; the profiler binary: ``find_executable``;
 - bounded reads of artifacts: ``read_limited``, ``open_limited``, ``mapped_limited``,
-  ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; JSON-safe numbers:
+  ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; the files of an artifact
+  folder at any depth: ``files_under``; JSON-safe numbers:
   ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``; a big
   chrome trace decoded piece by piece, keeping what a reader needs: ``decode_pieces``;
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``,
@@ -47,6 +48,7 @@ from aorta_core.api.executables import find_executable
 from aorta_core.api.files import (
     FileRefused,
     check_regular,
+    files_under,
     mapped_limited,
     open_limited,
     read_limit,
@@ -71,7 +73,8 @@ _LAZY = {
 __all__ = [
     "Claim", "CollectorInfo", "Command", "FileRefused", "Launch", "Mapped", "OptionError",
     "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
-    "check_regex", "check_regular", "check_text", "decoded_bytes", "find_executable",
+    "check_regex", "check_regular", "check_text", "decoded_bytes", "files_under",
+    "find_executable",
     "hookimpl", "json_number", "mapped_limited", "open_limited", "parallel_map", "read_limit",
     "rank_from_env", "rank_from_name", "rank_in_head", "read_limited", "without_bom", *_LAZY,
 ]

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fnmatch
 import gzip
 import io
 import mmap
 import os
 import secrets
-import shutil
 import stat
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,13 +98,12 @@ def disk_full(exc: OSError) -> bool:
     return exc.errno in _DISK_FULL
 
 
-def _owner_rwx(folder: Path) -> None:
-    """Give ``folder``'s owner read, write and search on it; a link is refused, not followed.
-
-    The folder is opened with ``O_PATH | O_NOFOLLOW`` (no permission on it needed) and changed
-    through ``/proc/self/fd``, as glibc's ``lchmod`` does, so a link swapped in cannot redirect it.
-    """
-    fd = os.open(folder, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY)
+def _owner_rwx_at(parent: int | None, name: str | Path) -> None:
+    """Give the folder ``name`` (relative to the folder fd ``parent``, or a path) its owner's
+    read, write and search rights; a link is refused, not followed. The folder is opened with
+    ``O_PATH | O_NOFOLLOW`` (no permission on it needed) and changed through ``/proc/self/fd``,
+    as glibc's ``lchmod`` does, so a link swapped in cannot redirect it."""
+    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY, dir_fd=parent)
     try:
         mode = stat.S_IMODE(os.fstat(fd).st_mode)
         if mode & 0o700 != 0o700:
@@ -112,38 +112,125 @@ def _owner_rwx(folder: Path) -> None:
         os.close(fd)
 
 
-def _unlock_tree(folder: Path) -> None:
-    """:func:`_owner_rwx` on ``folder`` and every folder below it (links are not entered)."""
-    pending = [folder]
-    while pending:
-        current = pending.pop()
-        _owner_rwx(current)
-        with os.scandir(current) as entries:
-            pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+def _open_folder(parent: int | None, name: str | Path) -> int:
+    """The folder ``name`` opened to list and change it, never through a link; a folder its
+    owner made unreadable or read-only (``chmod 555``, ``000``) is given back its rights."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(name, flags, dir_fd=parent)
+    except PermissionError:
+        _owner_rwx_at(parent, name)
+        return os.open(name, flags, dir_fd=parent)
+    if stat.S_IMODE(os.fstat(fd).st_mode) & 0o300 != 0o300:
+        os.chmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | 0o700)
+    return fd
 
 
-def _remove_once(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)  # fd-based on Linux: never follows a link
-    else:
-        path.unlink(missing_ok=True)
+def _remove_tree(top: Path) -> None:
+    """Remove the folder tree ``top`` depth first, one folder open at a time and every name
+    relative to its folder: any depth (a payload's 3,000-level folder) and any path length,
+    never following a link (a link is removed as itself)."""
+    names: list[str] = []  # the folders from top down to the one open
+    current = _open_folder(None, top)
+    try:
+        while True:
+            below = None
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        below = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=current)
+            if below is not None:
+                inner = _open_folder(current, below)
+                os.close(current)
+                current, names = inner, [*names, below]
+                continue
+            if not names:
+                break
+            parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=current)
+            os.close(current)
+            current = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=current)
+            except OSError as exc:  # a file appeared meanwhile: list the folder again
+                if exc.errno != errno.ENOTEMPTY:
+                    raise
+    finally:
+        os.close(current)
+    os.rmdir(top)
 
 
 def remove(path: Path, root: Path) -> None:
     """Remove ``path`` (a file, a link or a folder tree) inside ``root``, never following a link.
 
-    A payload that leaves a read-only folder (``chmod 555``) makes removal fail with ``EACCES``
-    for its owner: then ``path``'s folder (when inside ``root``) and every folder of the tree are
-    made writable by their owner, and the removal is tried once more. What still fails raises.
+    A payload may leave folders read-only (``chmod 555``) or unreadable, thousands of levels
+    deep: every folder of the tree is given back its owner's rights as it is reached, and the
+    tree is removed without recursion (:func:`_remove_tree`). ``path``'s own folder, when inside
+    ``root``, is made writable by its owner if the removal needs it. What still fails raises.
     """
     try:
         _remove_once(path)
     except PermissionError:
-        if path.parent.is_relative_to(root):
-            _owner_rwx(path.parent)
-        if path.is_dir() and not path.is_symlink():
-            _unlock_tree(path)
+        if not path.parent.is_relative_to(root):
+            raise
+        _owner_rwx_at(None, path.parent)
         _remove_once(path)
+
+
+def _remove_once(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        _remove_tree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+#: How deep :func:`walk` enters a folder tree: artifact folders are a few levels deep; a payload
+#: that leaves thousands of levels gets its files above this read, the rest named once.
+MAX_DEPTH = 64
+
+
+def walk(top: Path, max_depth: int = MAX_DEPTH, note: Callable[[str], None] | None = None
+         ) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk(top)`` top down, without recursion and without following links to folders,
+    at most ``max_depth`` levels below ``top``; the caller may prune the folder names it is
+    given, as with ``os.walk``. Folders that cannot be listed, or lie deeper, are skipped and
+    named once through ``note`` (default: a Python warning, which a hook's caller keeps as the
+    collector's)."""
+    pending: list[tuple[Path, int]] = [(top, 0)]
+    deeper = unreadable = 0
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+        except OSError:
+            unreadable += folder != top
+            continue
+        dirs = sorted(name for name, is_dir in listed if is_dir)
+        files = sorted(name for name, is_dir in listed if not is_dir)
+        yield folder, dirs, files
+        if depth >= max_depth:
+            deeper += len(dirs)
+            continue
+        pending.extend((folder / name, depth + 1) for name in reversed(dirs))
+    why = [f"{deeper} more than {max_depth} levels deep"] * bool(deeper) + [
+        f"{unreadable} that could not be listed"] * bool(unreadable)
+    if why:
+        text = f"{top}: folders not read: {' and '.join(why)}"
+        if note is None:
+            warnings.warn(text, stacklevel=2)
+        else:
+            note(text)
+
+
+def files_under(top: Path, pattern: str = "*", max_depth: int = MAX_DEPTH,
+                note: Callable[[str], None] | None = None) -> list[Path]:
+    """Every entry under ``top`` whose name matches ``pattern`` and that is not a folder
+    (files, links, FIFOs: readers refuse what they cannot read), in a stable order:
+    ``Path.rglob(pattern)`` without its recursion limit (:func:`walk`)."""
+    return sorted(Path(folder) / name for folder, _, names in walk(top, max_depth, note)
+                  for name in names if fnmatch.fnmatchcase(name, pattern))
 
 
 # -- reading files aorta did not write ------------------------------------------------------------
@@ -174,6 +261,12 @@ def read_limit() -> int:
 def _over(path: Path, what: str, limit: int) -> FileRefused:
     return FileRefused(f"{path} {what} the {limit / (1 << 20):g} MiB read limit; "
                        f"raise it with read_limit_mb=<MiB> ({READ_LIMIT_ENV})")
+
+
+def _over_own(path: Path, what: str, limit: int) -> FileRefused:
+    """Over the fixed budget of a file aorta writes itself (no knob raises it: aorta never
+    writes one that large, so it is damaged or not aorta's)."""
+    return FileRefused(f"{path} {what} the {limit / (1 << 20):g} MiB aorta reads of such a file")
 
 
 def check_regular(path: Path, root: Path | None = None) -> int:
@@ -312,12 +405,12 @@ def read_regular(path: Path | str, limit: int) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused(f"{path} is not a regular file")
         if info.st_size > limit:
-            raise _over(path, f"is {info.st_size / (1 << 20):.1f} MiB, over", limit)
+            raise _over_own(path, f"is {info.st_size / (1 << 20):.1f} MiB, over", limit)
         data = os.read(fd, info.st_size + 1)
         while info.st_size < len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
             data += more  # it grew since fstat
         if len(data) > limit:
-            raise _over(path, "grew over", limit)
+            raise _over_own(path, "grew over", limit)
         return data
     finally:
         os.close(fd)

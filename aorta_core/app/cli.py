@@ -532,6 +532,12 @@ def _without_help_word(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from aorta_core.app.process_setup import prepare
+
+    problem = prepare()
+    if problem is not None:
+        error_line(problem)
+        return 2
     args = _without_help_word(sys.argv[1:] if argv is None else argv)
     out = sys.stdout
     try:
@@ -542,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
             if "out" not in tool:  # a collector's command prints where it likes
                 tool.out = out = _own_stdout()
             status = _run_tool(tool, args)
-        out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
+        if out is not None:  # None: started with stdout closed (`>&-`)
+            out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no 2nd error at exit
@@ -560,15 +567,32 @@ def _run_tool(tool: argparse.Namespace, args: list[str]) -> int:
         sigterm_interrupts,
     )
 
+    received: list[int] = []
     try:
-        with sigterm_interrupts(), shared_workers():
+        with sigterm_interrupts() as received, shared_workers():
             return tool.func(tool)
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        error_line(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: "
-                   f"aorta {' '.join(args[:1])} stopped before its end; no file is left "
-                   "half-written: run it again")
-        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) or received:  # a SIGTERM a library re-raised
+            terminated = isinstance(exc, Terminated) or bool(received)  # as its own error
+            error_line(f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: "
+                       f"aorta {' '.join(args[:1])} stopped before its end; no file is left "
+                       "half-written: run it again")
+            return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            error_line(_cannot_write(args[0], exc))
+            return 1
+        raise
+
+
+def _cannot_write(tool: str, exc: OSError) -> str:
+    """A tool's file it could not write or read, in one line with the fix (a full disk, a
+    read-only folder, a permission)."""
+    from aorta_core.api.files import disk_full
+
+    where = f" {exc.filename}" if exc.filename else ""
+    fix = ("free space there (or write the output elsewhere), then run it again"
+           if disk_full(exc) else "fix that, then run it again")
+    return f"aorta {tool}: cannot write or read{where} ({exc.strerror or exc}); {fix}"
 
 
 def _tool(args: list[str]) -> argparse.Namespace | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import stat
 import tempfile
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from aorta_core.api.files import FileRefused, read_regular, write_atomic
+from aorta_core.api.files import FileRefused, read_regular, remove, write_atomic
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.lock import SweepLock, SweepLockedError
 from aorta_core.engine.progress import console, error_line, escape, rerun_what, warning_line
@@ -38,18 +37,22 @@ class Terminated(KeyboardInterrupt):
     trial's process group ended, the lock released, resumable), with status 143."""
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated
-
-
 @contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
+def sigterm_interrupts() -> Iterator[list[int]]:
     """In the block SIGTERM raises :class:`Terminated`, as Ctrl-C raises KeyboardInterrupt, so
     what the block started (a trial's process group, worker processes) is ended on the way out
-    instead of outliving this process."""
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    instead of outliving this process. The list it gives holds each SIGTERM received: a library
+    running when it came (polars writing the matrix) may turn the exception into one of its own,
+    and the signal still decides how the block ends."""
+    received: list[int] = []
+
+    def terminate(signum: int, frame: Any) -> None:
+        received.append(signum)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        yield
+        yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -101,6 +104,16 @@ def _clear_multirun_yaml(output: Path) -> None:
 
 def recorded_trials(output: Path) -> int:
     return sum(1 for _ in output.glob(f"cells/*/trial_*/{RECORD_NAME}"))
+
+
+def _trial_stamps(output: Path) -> dict[Path, int]:
+    """Each trial folder and when it last changed: a trial that started (a new folder, a new
+    attempt, a payload's file) changes them, recorded or not."""
+    stamps = {}
+    for folder in output.glob("cells/*/trial_*"):
+        with contextlib.suppress(OSError):
+            stamps[folder] = os.lstat(folder).st_mtime_ns
+    return stamps
 
 
 def status_of(cells: Iterable[dict[str, Any]], allow_failures: bool) -> int:
@@ -157,12 +170,9 @@ def _undo_start(output: Path, existing: Path, earlier: set[str], top: _TopFiles)
     ``existing``; what an earlier run had there is put back as it was."""
     top.put_back()
     for path in output.iterdir():
-        if path.name in earlier:
-            continue
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        if path.name not in earlier:
+            with contextlib.suppress(OSError):
+                remove(path, output)
     with contextlib.suppress(OSError):
         for folder in (output, *output.parents):
             if folder == existing:
@@ -197,27 +207,30 @@ def drive(output: Path, run_jobs: Callable[[], list[dict[str, Any]]], allow_fail
     if previous:
         warning_line(f"taking over the lock of a sweep that ended without releasing it "
                      f"(pid {previous.get('pid', '?')} on {previous.get('host', '?')})")
-    recorded = recorded_trials(output)
+    stamps = _trial_stamps(output)
     top = _TopFiles(output)
     _clear_multirun_yaml(output)
-    with sigterm_interrupts():
+    with sigterm_interrupts() as received:
         try:
             mark_started(output, run)
             values = run_jobs()
+            if values and all(v.get(OTHER_RUN) for v in values):
+                top.put_back()
+                return EXIT_USAGE
+            status = _finish(output, run, allow_failures, received)  # a signal here: resumed
+            _rerun_line(values)
+            refused = any(v.get(OTHER_RUN) for v in values) and not allow_failures
+            return max(status, EXIT_FAILED if refused else EXIT_OK)
         except SweepAbort as exc:
             error_line(str(exc))
             return EXIT_FAILED
-        except KeyboardInterrupt as exc:
-            for signum in (signal.SIGINT, signal.SIGTERM):  # a second one must not cut this short
-                signal.signal(signum, signal.SIG_IGN)
-            how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
-            error_line(f"{how}: {recorded_trials(output)} trials recorded in {output}; run the "
-                       "same command again to resume (from another folder: add "
-                       f"{shlex.quote(f'output={output}')})")
-            return EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED
-        except Exception as exc:
-            if recorded_trials(output) > recorded:  # trials ran: a fault of a job, not of the
-                if os.environ.get("HYDRA_FULL_ERROR") == "1":  # command line
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) or received:
+                return _interrupted(output, isinstance(exc, Terminated) or bool(received))
+            if not isinstance(exc, Exception):
+                raise
+            if _trial_stamps(output) != stamps:  # a trial started: a fault of a job, not of the
+                if os.environ.get("HYDRA_FULL_ERROR") == "1":  # command line; nothing is undone
                     raise
                 error_line(f"the sweep stopped ({exception_line(exc)}); "
                            f"{recorded_trials(output)} trial records are kept: run the same "
@@ -228,16 +241,19 @@ def drive(output: Path, run_jobs: Callable[[], list[dict[str, Any]]], allow_fail
                 raise
             error_line(_unstarted(exc))
             return EXIT_USAGE
-        else:
-            if values and all(v.get(OTHER_RUN) for v in values):
-                top.put_back()
-                return EXIT_USAGE
-            status = _finish(output, run, allow_failures)
-            _rerun_line(values)
-            refused = any(v.get(OTHER_RUN) for v in values) and not allow_failures
-            return max(status, EXIT_FAILED if refused else EXIT_OK)
         finally:
             lock.release()
+
+
+def _interrupted(output: Path, terminated: bool) -> int:
+    """Ctrl-C or SIGTERM: one line saying what is kept and how to resume."""
+    for signum in (signal.SIGINT, signal.SIGTERM):  # a second one must not cut this short
+        signal.signal(signum, signal.SIG_IGN)
+    how = "terminated (SIGTERM)" if terminated else "interrupted"
+    error_line(f"{how}: {recorded_trials(output)} trials recorded in {output}; run the same "
+               f"command again to resume (from another folder: add "
+               f"{shlex.quote(f'output={output}')})")
+    return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
 
 
 def _rerun_line(values: list[dict[str, Any]]) -> None:
@@ -249,13 +265,17 @@ def _rerun_line(values: list[dict[str, Any]]) -> None:
                         "attempts/<n>/")
 
 
-def _finish(output: Path, run: str, allow_failures: bool) -> int:
+def _finish(output: Path, run: str, allow_failures: bool, received: list[int]) -> int:
+    """The matrix, the reports and the summary; the run marked finished. Interrupted here, the
+    run stays unfinished: the same command resumes it, runs nothing and writes them."""
     from aorta_core.app.run_folder import mark_finished
     from aorta_core.app.summary import finish
 
     try:
         result = finish(output)
     except Exception as exc:  # the records are safe; only the merge failed
+        if received:  # a SIGTERM a library turned into its own exception
+            raise
         mark_finished(output, run, None)
         error_line(f"could not write the matrix of {output} ({exception_line(exc)}); "
                    f"the trial records are kept: fix the cause, then run aorta matrix {output}")

@@ -134,8 +134,44 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     write_atomic(path, dump_json(obj))
 
 
-def write_record(path: Path, record: TrialRecord) -> None:
+#: Warnings kept per collector in a record: a parser may warn once per bad event of a trace.
+WARNINGS_KEPT = 200
+
+
+def fitted(record: TrialRecord) -> TrialRecord:
+    """``record`` as the matrix can read it back (at most :data:`RECORD_LIMIT` bytes): beyond
+    :data:`WARNINGS_KEPT` a collector's warnings are counted, not kept, and the largest metrics
+    are left out, each named in its collector's warnings, until it fits."""
+    warnings = {name: notes if len(notes) <= WARNINGS_KEPT else [
+        *notes[:WARNINGS_KEPT], f"{len(notes) - WARNINGS_KEPT} more warnings not kept"]
+        for name, notes in record.warnings.items()}
+    record = msgspec.structs.replace(record, warnings=warnings)
+    size = len(dump_json(record))
+    if size <= RECORD_LIMIT:
+        return record
+    metrics = dict(record.metrics)
+    largest = sorted(metrics, key=lambda m: len(_encoder.encode(metrics[m])), reverse=True)
+    for name in largest:
+        if size <= RECORD_LIMIT:
+            break
+        weight = len(_encoder.encode(metrics.pop(name)))
+        prefix = name.split("_", 1)[0]
+        owner = prefix if prefix in record.collectors else "workload"
+        warnings.setdefault(owner, []).append(
+            f"metric {name} ({weight / (1 << 20):.1f} MiB) left out of the record: a record "
+            f"stays under {RECORD_LIMIT >> 20} MiB, what the matrix reads back; keep such "
+            "data in an artifact file")
+        record = msgspec.structs.replace(record, metrics=metrics, warnings=warnings)
+        size = len(dump_json(record))
+    return record
+
+
+def write_record(path: Path, record: TrialRecord) -> TrialRecord:
+    """Write ``record`` atomically, :func:`fitted` to what the matrix reads back; return what
+    was written."""
+    record = fitted(record)
     write_json_atomic(path, record)
+    return record
 
 
 def decode_json(data: bytes, decode: Callable[[Any], Any] = msgspec.json.decode) -> Any:

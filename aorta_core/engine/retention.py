@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from aorta_core.api.files import disk_full, remove
+from aorta_core.api.files import disk_full, files_under, remove
 from aorta_core.engine import logs as trial_logs
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.settings import RetainLevel
@@ -32,9 +32,8 @@ T = TypeVar("T")
 
 def _bulky(folder: Path) -> list[Path]:
     """Regular files over :data:`SUMMARY_MAX_BYTES` (a link is small: only it would go)."""
-    return sorted(p for p in folder.rglob("*")
-                  if stat.S_ISREG((info := os.lstat(p)).st_mode)
-                  and info.st_size > SUMMARY_MAX_BYTES)
+    return [p for p in files_under(folder, note=warning_line)
+            if stat.S_ISREG((info := os.lstat(p)).st_mode) and info.st_size > SUMMARY_MAX_BYTES]
 
 
 def _tried(action: Callable[[], T], what: str) -> T | None:

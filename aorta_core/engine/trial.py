@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from aorta_core.api.contracts import Launch, SetupError, TrialRun, launch_problem
-from aorta_core.api.files import remove
+from aorta_core.api.files import files_under, remove
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.engine import environment
 from aorta_core.engine.attempts import start_attempt
@@ -122,7 +122,8 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
                 if artifacts is not None:
                     notes.add(name, f"collect_artifacts returned {type(artifacts).__name__}, "
                                     "not a list; listing the folder instead")
-                artifacts = sorted(p for p in folder.rglob("*") if p.is_file())
+                artifacts = [p for p in files_under(folder, note=lambda t, n=name:
+                                                    notes.add(n, t)) if p.is_file()]
             metrics.update(collector_metrics(registry, name, folder, options, notes))
         metrics[f"{name}_artifact_dir"] = safe_text(str(folder))
         records[name] = CollectorRecord(
@@ -213,5 +214,4 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
         auto=AutoRecord(**cell.auto.to_json()) if cell.auto else None,
         metrics=metrics, recorded_at_unix=time.time(),
     )
-    write_record(trial_dir / RECORD_NAME, record)
-    return record
+    return write_record(trial_dir / RECORD_NAME, record)

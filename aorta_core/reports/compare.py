@@ -175,10 +175,11 @@ def _moved(base: float, cand: float, factor: float) -> int:
 
 def _mark(moved: int, higher: bool, p: float | None, alpha: float) -> str:
     """The mark of a row measured on both sides: ``moved`` (:func:`_moved`) gives the direction,
-    ``p`` (``None``: not tested) whether it is significant."""
+    ``p`` whether it is significant: an untested change (``None``: too few trials, values too
+    large) is past the factor but not shown significant."""
     if not moved:
         return " "
-    if p is not None and p >= alpha:
+    if p is None or p >= alpha:
         return "~"
     return "-" if (moved > 0) == higher else "+"
 

@@ -27,7 +27,7 @@ import msgspec
 
 from aorta_core.api.bom import BOM
 from aorta_core.api.contracts import TimelineSource
-from aorta_core.api.files import FileRefused, open_limited, read_limited
+from aorta_core.api.files import FileRefused, files_under, open_limited, read_limited, walk
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.benchmark.schema import RankRecord, decode_line
@@ -76,8 +76,9 @@ def _kineto_trace(path: Path) -> Trace:
                  TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
 
 
-def _benchmark_kineto(trial: Path) -> list[Trace]:
-    return [_kineto_trace(path) for path in _regular((trial / BENCHMARK_KINETO_DIR).rglob("*"))
+def _benchmark_kineto(trial: Path, warn: Warn) -> list[Trace]:
+    found = files_under(trial / BENCHMARK_KINETO_DIR, note=warn)
+    return [_kineto_trace(path) for path in _regular(found)
             if path.name.endswith((".json", ".json.gz"))]
 
 
@@ -127,7 +128,7 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace
     profiler's, and each collector's that ran) and its earlier attempts: what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
     found, trials = [], []
-    for folder, dirs, files in os.walk(trial):  # links to folders are not followed
+    for folder, dirs, files in walk(trial, note=warn):  # links to folders are not followed
         here = Path(folder)  # another trial inside is not this one's, nor its earlier attempts
         if here == trial and ATTEMPTS_DIR in dirs:
             dirs.remove(ATTEMPTS_DIR)
@@ -155,7 +156,7 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
     ranks: dict[int, RankInputs] = defaultdict(RankInputs)
     for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
         ranks[rank_from_name(path.relative_to(trial))].jsonl = path
-    traces = _benchmark_kineto(trial)
+    traces = _benchmark_kineto(trial, warn)
     claimed = {trial / BENCHMARK_KINETO_DIR}  # and each collector's folder: its own to name
     for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
                                                                   hook_timeout_s),

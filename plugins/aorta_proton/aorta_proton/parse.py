@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.api import FileRefused, json_number, read_limited, without_bom
+from aorta_core.api import FileRefused, files_under, json_number, read_limited, without_bom
 from aorta_proton.session import METADATA_FRAME
 
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)
@@ -223,10 +223,10 @@ def parse(artifact_dir: Path) -> dict[str, Any]:
     if not artifact_dir.is_dir():
         return {}
     totals = Totals()
-    files = sorted(artifact_dir.rglob("*.hatchet")) + sorted(artifact_dir.rglob("*.chrome_trace"))
+    files = files_under(artifact_dir, "*.hatchet") + files_under(artifact_dir, "*.chrome_trace")
     for path in files:
         (_add_hatchet if path.suffix == ".hatchet" else _add_trace)(path, artifact_dir, totals)
-    for path in sorted(artifact_dir.rglob("*.hatchet_msgpack")):
+    for path in files_under(artifact_dir, "*.hatchet_msgpack"):
         warnings.warn(
             f"{path.name} is msgpack, which aorta does not read; "
             "use backend_mode periodic_flushing:format=hatchet",

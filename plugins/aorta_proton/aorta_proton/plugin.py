@@ -17,6 +17,7 @@ from aorta_core.api import (
     PayloadSession,
     TimelineSource,
     TrialRun,
+    files_under,
     hookimpl,
 )
 from aorta_proton.options import ProtonOptions
@@ -68,7 +69,7 @@ def wrap_argv(launch: Launch, options: ProtonOptions, artifact_dir: Path) -> Lau
 @hookimpl
 def collect_artifacts(artifact_dir: Path, options: ProtonOptions, run: TrialRun) -> list[Path]:
     """Proton writes straight into the folder; say so when it wrote no profile at all."""
-    files = sorted(p for glob in PROFILE_GLOBS for p in artifact_dir.rglob(glob))
+    files = sorted(p for glob in PROFILE_GLOBS for p in files_under(artifact_dir, glob))
     if not files and not run.timed_out:
         hint = (
             "did the payload open aorta_core.payload.session() or call "

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from aorta_core.api import FileRefused, json_number
+from aorta_core.api import FileRefused, files_under, json_number
 from aorta_rocprof.tables import Spans, Totals, read_dispatches, read_spans, read_stats
 
 STATS_GLOBS = ("*_kernel_stats.csv", "results.stats.csv")
@@ -38,7 +38,7 @@ def _read_each(
     """Apply ``reader`` to every file the patterns find under ``root``; a file that is refused,
     fails or lacks the columns is a warning."""
     results = []
-    for path in sorted({p for pattern in patterns for p in root.rglob(pattern) if not p.is_dir()}):
+    for path in sorted({p for pattern in patterns for p in files_under(root, pattern)}):
         try:
             result = reader(path, root)
         except FileRefused as exc:

@@ -22,7 +22,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from aorta_core.api import decoded_bytes, merged, parallel_map, rank_in_head, read_limited
+from aorta_core.api import (
+    decoded_bytes,
+    files_under,
+    merged,
+    parallel_map,
+    rank_in_head,
+    read_limited,
+)
 from aorta_torchprof.hta_overlap import Overlap
 from aorta_torchprof.session import NO_TRACE_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
@@ -51,11 +58,7 @@ def trace_files(artifact_dir: Path) -> list[Path]:
     and links out of the folder included: reading them is refused with a warning)."""
     if not artifact_dir.is_dir():
         return []
-    return sorted(
-        p
-        for p in artifact_dir.rglob("*")
-        if (p.name.endswith(".json") or p.name.endswith(".json.gz")) and not p.is_dir()
-    )
+    return [p for p in files_under(artifact_dir) if p.name.endswith((".json", ".json.gz"))]
 
 
 def _need(path: Path) -> int:
