@@ -194,18 +194,17 @@ def walk(top: Path, max_depth: int = MAX_DEPTH, note: Callable[[str], None] | No
          ) -> Iterator[tuple[Path, list[str], list[str]]]:
     """``os.walk(top)`` top down, without recursion and without following links to folders,
     at most ``max_depth`` levels below ``top``; the caller may prune the folder names it is
-    given, as with ``os.walk``. Folders that cannot be listed, or lie deeper, are skipped and
-    named once through ``note`` (default: a Python warning, which a hook's caller keeps as the
-    collector's)."""
+    given, as with ``os.walk``. A folder that cannot be listed is passed over, as ``os.walk``
+    and ``Path.rglob`` do; folders deeper than ``max_depth`` are named once through ``note``
+    (default: a Python warning, which a hook's caller keeps as the collector's)."""
     pending: list[tuple[Path, int]] = [(top, 0)]
-    deeper = unreadable = 0
+    deeper = 0
     while pending:
         folder, depth = pending.pop()
         try:
             with os.scandir(folder) as entries:
                 listed = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
         except OSError:
-            unreadable += folder != top
             continue
         dirs = sorted(name for name, is_dir in listed if is_dir)
         files = sorted(name for name, is_dir in listed if not is_dir)
@@ -214,10 +213,8 @@ def walk(top: Path, max_depth: int = MAX_DEPTH, note: Callable[[str], None] | No
             deeper += len(dirs)
             continue
         pending.extend((folder / name, depth + 1) for name in reversed(dirs))
-    why = [f"{deeper} more than {max_depth} levels deep"] * bool(deeper) + [
-        f"{unreadable} that could not be listed"] * bool(unreadable)
-    if why:
-        text = f"{top}: folders not read: {' and '.join(why)}"
+    if deeper:
+        text = f"{top}: {deeper} folder(s) more than {max_depth} levels deep not read"
         if note is None:
             warnings.warn(text, stacklevel=2)
         else:

@@ -1,10 +1,11 @@
 """``aorta compare <run A> <run B>``: per pair of cells (:mod:`.cell_pairs`) and metric,
 baseline vs candidate, asv's marks.
 
-Marks (as asv): ``+`` worse by more than the factor and significant, ``-`` better likewise,
-``~`` past the factor but not significant, ``!`` newly failing (A measured it, B's cell has no
-passing trial), ``*`` fixed (the reverse), ``x`` not comparable (different environment, or the
-metric/cell exists on one side only for another reason), blank: within the factor.
+Marks (as asv): ``+`` worse by more than the factor and significant (or untestable: too few
+trials), ``-`` better likewise, ``~`` past the factor but not significant, ``!`` newly failing
+(A measured it, B's cell has no passing trial), ``*`` fixed (the reverse), ``x`` not comparable
+(different environment, or the metric/cell exists on one side only for another reason), blank:
+within the factor.
 Values are medians of the passing trials' per-trial values in ``matrix.parquet``. A baseline of
 0 or below has no meaningful ratio: such a row is judged by the difference.
 """
@@ -175,11 +176,11 @@ def _moved(base: float, cand: float, factor: float) -> int:
 
 def _mark(moved: int, higher: bool, p: float | None, alpha: float) -> str:
     """The mark of a row measured on both sides: ``moved`` (:func:`_moved`) gives the direction,
-    ``p`` whether it is significant: an untested change (``None``: too few trials, values too
-    large) is past the factor but not shown significant."""
+    ``p`` (``None``: not tested) whether it is significant; an untested change is marked by the
+    factor alone, as asv does, and its row says why it was not tested."""
     if not moved:
         return " "
-    if p is None or p >= alpha:
+    if p is not None and p >= alpha:
         return "~"
     return "-" if (moved > 0) == higher else "+"
 
