@@ -237,3 +237,36 @@ def test_an_address_space_limit_too_small_is_one_line(tmp_path: Path):
     assert done.stderr.startswith("aorta: error: the address-space limit (ulimit -v) is 600 MiB, "
                                   "below the ")
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("swap", ["trial", "cell", "collector", "files"])
+def test_nothing_is_written_through_a_link_a_payload_put_in_place(tmp_path: Path, plugin_site,
+                                                                   swap: str):
+    """The payload swaps a folder aorta writes into next (its trial's, its cell's, its
+    collector's) or the files it writes (record, timeline) for links out of the output: nothing
+    is written or read through them, the trial is recorded inside the output."""
+    plugin_site.add("good", _collector("good", ""))
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = {"trial": '"$AORTA_TRIAL_DIR"', "cell": '"$(dirname "$AORTA_TRIAL_DIR")"',
+              "collector": '"$AORTA_TRIAL_DIR/good"'}.get(swap)
+    script = (f'd={target}; mv "$d" "$d.moved"; ln -s {elsewhere} "$d"' if target else
+              f'for f in record.json timeline.json stdout.log; do rm -f "$AORTA_TRIAL_DIR/$f"; '
+              f'ln -s {elsewhere}/$f "$AORTA_TRIAL_DIR/$f"; done')
+    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "collector=good",
+                      "timeline=true", "--", "sh", "-c", script], cwd=tmp_path,
+                     env=plugin_site.env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == []
+    trial = out / "cells" / "collector=good" / "trial_000"
+    assert not trial.is_symlink() and not trial.parent.is_symlink()
+    record = json.loads((trial / "record.json").read_text())
+    if swap in ("trial", "cell"):
+        assert record["verdict"] == "fail"
+        assert record["error"].startswith("the payload replaced ") and \
+            f"with a link to {elsewhere}" in record["error"]
+    elif swap == "collector":
+        assert any("replaced its artifact folder" in w for w in record["warnings"]["good"])
+        assert (trial / "good").is_dir() and not (trial / "good").is_symlink()
+    else:
+        assert record["verdict"] == "pass" and not (trial / "record.json").is_symlink()

@@ -26,6 +26,7 @@ from aorta_core.engine.plugins import load_registry
 from aorta_core.engine.progress import CellProgress, cell_label, error_line, warning_line
 from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_record
 from aorta_core.engine.slots import device_slot
+from aorta_core.engine.swaps import OutputSwapped
 from aorta_core.engine.trial import run_trial
 from aorta_core.reports.diagnose import diagnose_step
 from aorta_core.reports.timeline import timeline_step
@@ -170,6 +171,8 @@ def run_cell(cfg: DictConfig) -> dict[str, Any]:
 
             return run_agreement(cfg, registry)
         return _one_cell(cfg, hydra_cfg, registry)
+    except OutputSwapped as exc:  # no later trial could write into the output either
+        raise SweepAbort(str(exc)) from None
     except OSError as exc:
         where = exc.filename or cfg.output
         if disk_full(exc):  # out of space, read-only, quota: no later write can succeed either

@@ -39,6 +39,7 @@ from aorta_core.engine.records import (
     write_record,
 )
 from aorta_core.engine.retention import prune
+from aorta_core.engine.swaps import TrialFolders, make_real
 
 STDOUT_NAME = "stdout.log"
 STDERR_NAME = "stderr.log"
@@ -114,6 +115,9 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
     for name, folder in folders.items():
         options = cell.collectors[name]
         artifacts: Any = []
+        if run is not None and (folder.is_symlink() or not folder.is_dir()):
+            notes.add(name, f"the payload replaced its artifact folder {folder} with "
+                            f"{make_real(folder)}; nothing was read through it")
         if run is not None:
             artifacts = notes.call(name, "collect_artifacts", lambda n=name, o=options, f=folder:
                                    registry.call(n, "collect_artifacts", artifact_dir=f,
@@ -169,6 +173,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
     attempt = start_attempt(trial_dir, RECORD_NAME)
     order = registry.wrap_order(list(cell.collectors))
     folders = _prepare(trial_dir, order)
+    guard = TrialFolders(trial_dir)
     notes = Notes(cell.hook_timeout_s)
     started = time.time()
     given = _base_launch(cell, trial_dir, index)
@@ -183,17 +188,21 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
                      f"{exc.strerror or exception_line(exc)}")
         except WatchdogError as exc:
             error = str(exc)
+    swapped = guard.swapped() if outcome is not None else None
     run = outcome and TrialRun(launch, outcome.returncode, outcome.timed_out, stdout, stderr)
-    collectors, metrics = _collect(registry, cell, trial_dir, folders, run, notes)
-    metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
-    verdict, error = _verdict(outcome, error, cell, stderr)
+    collectors, metrics = _collect(registry, cell, trial_dir, {} if swapped else folders, run,
+                                   notes)
+    if not swapped:
+        metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
+    verdict, error = ("fail", swapped) if swapped else _verdict(outcome, error, cell, stderr)
     wall = round(outcome.wall_time_s, 6) if outcome else None  # as the record keeps it, so the
     # trial's own timeline places lanes as `aorta timeline` of its record.json does
-    if after_run is not None and outcome is not None:  # before retention prunes the traces
-        after_run(trial_dir, {"started_at_unix": started, "wall_time_s": wall,
-                              "collectors": msgspec.to_builtins(collectors)})
+    if after_run is not None and outcome is not None and not swapped:  # before retention
+        after_run(trial_dir, {"started_at_unix": started, "wall_time_s": wall,  # prunes the
+                              "collectors": msgspec.to_builtins(collectors)})  # traces
     level = cell.retain.get(f"on_{verdict}", "full")
-    deleted = prune(trial_dir, level, list(folders.values()), [stdout, stderr], cell.log_limit_mb)
+    deleted = [] if swapped else prune(trial_dir, level, list(folders.values()),
+                                       [stdout, stderr], cell.log_limit_mb)
     record = TrialRecord(
         cell=cell.name, axes=dict(cell.axes), trial=index, attempt=attempt, verdict=verdict,
         error=error and safe_text(error),
