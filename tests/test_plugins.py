@@ -338,7 +338,7 @@ def test_the_docs_show_the_example_plugin_verbatim():
         source = (EXAMPLE / name).read_text(encoding="utf-8")
         assert f"```{language}\n{source}```" in text, f"docs/plugins.md differs from {name}"
     module = (EXAMPLE / "aorta_pyinstrument.py").read_text(encoding="utf-8")
-    assert len(module.splitlines()) <= 60  # what the docs promise a whole collector takes
+    assert len(module.splitlines()) <= 64  # a whole collector, exit status and teardown included
 
 
 def _example_wheel(tmp_path: Path) -> tuple[Path, dict[str, str]]:

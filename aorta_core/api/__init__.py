@@ -14,7 +14,7 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
   ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``; a big
   chrome trace decoded piece by piece, keeping what a reader needs: ``decode_pieces``;
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``,
-  ``exit_without_teardown``;
+  ``exit_status``, ``exit_without_teardown``;
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
   ``rank_in_head`` (Kineto's ``distributedInfo.rank`` from a trace's first 64 KiB);
 - intervals: ``merge``, ``covered`` (numpy columns), ``merged``, ``total_length`` ((start, end)
@@ -62,7 +62,7 @@ from aorta_core.api.ranks import rank_from_env, rank_from_name, rank_in_head
 _LAZY = {
     "PythonLaunch": "aorta_core.api.launch", "interpreter": "aorta_core.api.launch",
     "run_main": "aorta_core.api.launch", "split_python": "aorta_core.api.launch",
-    "exit_without_teardown": "aorta_core.api.launch",
+    "exit_without_teardown": "aorta_core.api.launch", "exit_status": "aorta_core.api.launch",
     "covered": "aorta_core.api.intervals", "merge": "aorta_core.api.intervals",
     "merged": "aorta_core.api.intervals", "total_length": "aorta_core.api.intervals",
     "union_length": "aorta_core.api.intervals",

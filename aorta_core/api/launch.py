@@ -227,6 +227,18 @@ def run_main(target: Sequence[str]) -> None:
         _payloads_running -= 1
 
 
+def exit_status(exc: SystemExit) -> int:
+    """The status a process ends with after ``exc``, as the interpreter maps it: ``None`` is
+    0, an int itself, anything else is printed to stderr and is 1. For a runner that catches the
+    payload's ``SystemExit`` to finish its own work first."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
 def exit_without_teardown(status: int) -> None:
     """Run the atexit handlers, flush stdout and stderr, and end the process with ``status``
     without the interpreter's teardown of C++ static objects. With torch 2.13 a gloo job aborts

@@ -457,6 +457,18 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
         line = refusal(arguments)
         if line is not None:
             raise UsageError(line)
+    swept = tuple(a.key for a in axes)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
-                swept=tuple(a.key for a in axes),
-                hydra_args=tuple(composer.forced.get(a, a) for a in overrides), flags=flags)
+                swept=swept, flags=flags,
+                hydra_args=(*(composer.forced.get(a, a) for a in overrides),
+                            *_swept_command_in_names(cfg, swept)))
+
+
+def _swept_command_in_names(cfg: DictConfig, swept: tuple[str, ...]) -> list[str]:
+    """A ``command=[...]`` given for the whole sweep is left out of the cell names (the swept
+    values name the cells: ``size=64``, not the argv); a swept command is what tells cells
+    apart, so it names them again."""
+    if "command" not in swept:
+        return []
+    keys = [k for k in cfg.hydra.job.config.override_dirname.exclude_keys if k != "command"]
+    return [f"hydra.job.config.override_dirname.exclude_keys=[{','.join(keys)}]"]

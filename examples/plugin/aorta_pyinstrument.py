@@ -52,9 +52,12 @@ def main(out_dir, interval_s, *target):  # in every process of the workload: one
     profiler.start()
     try:
         run_main(target)
+        return 0
+    except SystemExit as exc:  # the payload's own sys.exit: its status, once the file is saved
+        return api.exit_status(exc)
     finally:
         profiler.stop().save(os.path.join(out_dir, f"rank{api.rank_from_env()}.pyisession"))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    api.exit_without_teardown(main(*sys.argv[1:]))  # no C++ teardown: see docs/plugins.md

@@ -16,20 +16,10 @@ import os
 import sys
 import traceback
 
-from aorta_core.api import exit_without_teardown, rank_from_env, run_main
+from aorta_core.api import exit_status, exit_without_teardown, rank_from_env, run_main
 from aorta_torchprof.session import DIR_ENV, Session, options_from_env
 
 USAGE = "usage: python -m aorta_torchprof.runner (script.py | -m module) [args...]"
-
-
-def _exit_status(exc: SystemExit) -> int:
-    """Map ``SystemExit.code`` to a process status the way the interpreter does."""
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code
-    print(exc.code, file=sys.stderr)
-    return 1
 
 
 def main(argv: list[str]) -> int:
@@ -47,7 +37,7 @@ def main(argv: list[str]) -> int:
         run_main(argv)
         status = 0
     except SystemExit as exc:
-        status = _exit_status(exc)
+        status = exit_status(exc)
     except KeyboardInterrupt:
         traceback.print_exc()
         status = 130
