@@ -284,3 +284,23 @@ def test_a_recipe_of_your_own_with_command_line_axes_winning(tmp_path: Path):
     recs = records(out)
     assert {r["cell_env"]["OMP_NUM_THREADS"] for r in recs} == {"1", "2"}
     assert all(r["argv"][-1] == "--size=64" and r["metrics"]["workload_gflops"] > 0 for r in recs)
+
+
+def test_an_argument_of_your_own_script_is_swept_from_the_command_line(tmp_path: Path):
+    """docs/sweeps.md "Sweeping an argument of your own script": the cells are named by the
+    swept key, the command runs in this Python (``${aorta_python:}``) with the value in place."""
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "-m", "+size=64,128",
+                      "command=[${aorta_python:},-c,'import sys; print(sys.argv[1:])',"
+                      "'--size=${size}']"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (out / "cells").iterdir()) == ["size=128", "size=64"]
+    for size in (64, 128):
+        (record,) = [r for r in records(out) if r["cell"] == f"size={size}"]
+        assert record["argv"][0] == sys.executable
+        assert record["argv"][-1] == f"--size={size}"
+    swept = run_aorta(["sweep=repeat", "trials=1", f"output={tmp_path / 'two'}", "-m",
+                       "command=[echo,a],[echo,b]"], cwd=tmp_path)  # a swept command names
+    assert swept.returncode == 0, swept.stderr  # its cells
+    names = sorted(p.name for p in (tmp_path / "two" / "cells").iterdir())
+    assert len(names) == 2 and all(n.startswith("command=") for n in names), names
