@@ -30,9 +30,11 @@ def run(argv: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 def sweep(tmp_path: Path, *overrides: str, command=("-c", "print('x, \"y\"')"), env=None):
+    """A sweep under ncu (``collector=ncu`` unless ``overrides`` choose the collectors)."""
     out = tmp_path / "sweep"
     env = {**os.environ, "NCU_BIN": str(STANDIN), "AORTA_REPORT_PNG": "0", **(env or {})}
-    done = run([sys.executable, "-m", "aorta_core", "sweep=repeat", "collector=ncu",
+    chosen = [] if any(o.startswith("collector=") for o in overrides) else ["collector=ncu"]
+    done = run([sys.executable, "-m", "aorta_core", "sweep=repeat", *chosen,
                 f"output={out}", *overrides, "--", sys.executable, *command],
                env=env, cwd=tmp_path)
     records = [json.loads(p.read_text()) for p in sorted(out.glob("cells/*/trial_*/record.json"))]
