@@ -122,6 +122,43 @@ def _unlock_tree(folder: Path) -> None:
             pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
 
 
+def walk(top: Path, unreadable: Callable[[Path, OSError], None] | None = None
+         ) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk(top)`` without recursion: (folder, folder names, file names) top-down in
+    ``os.walk``'s order, links to folders listed but never entered, ``dirs`` pruned in place by
+    the caller as there. A trial may hold a folder thousands of levels deep, past the
+    interpreter's recursion limit that ``os.walk`` and ``Path.rglob`` reach (Python 3.11).
+    A folder that cannot be listed (``ENAMETOOLONG`` that deep, ``EACCES``) goes to
+    ``unreadable``."""
+    pending = [Path(top)]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            if unreadable is not None:
+                unreadable(folder, exc)
+            continue
+        dirs: list[str] = []
+        files: list[str] = []
+        links = set()
+        for entry in entries:
+            (dirs if _entry_is(entry.is_dir) else files).append(entry.name)
+            if _entry_is(entry.is_symlink):
+                links.add(entry.name)
+        yield folder, dirs, files
+        pending += [folder / d for d in reversed(dirs) if d not in links]
+
+
+def _entry_is(test: Callable[[], bool]) -> bool:
+    """A ``DirEntry`` test as ``os.walk`` takes it: one that cannot stat is ``False``."""
+    try:
+        return test()
+    except OSError:
+        return False
+
+
 def _remove_once(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)  # fd-based on Linux: never follows a link

@@ -51,7 +51,7 @@ from aorta_core.reports.straggler_thresholds import (
     MOST_STEPS,
 )
 from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
-from aorta_core.reports.trace_events import read_trace
+from aorta_core.reports.trace_events import TIME_LIMIT_US, off_the_clock, read_trace
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
@@ -72,11 +72,12 @@ WORDS = {
 
 # Names. CPU side: a collective's execution (gloo's worker thread, NCCL's annotation), the
 # c10d op that issues it, torch's record_param_comms; the benchmark's data range and
-# torch.utils.data's iterator.
+# torch.utils.data's iterator (:func:`_is_data`). Every test of a name is linear in its length:
+# a trace may hold names of megabytes.
 _COLLECTIVE = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):")
 _COMM = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):|^c10d::|^record_param_comms$")
-_DATA = re.compile(r"^aorta\.data$|^enumerate\(DataLoader\)|DataLoader.*__next__")
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: A step number int() reads at once (longer runs of digits are no step of a profiler).
+_STEP = re.compile(r"^ProfilerStep#(\d{1,18})$")
 #: A dispatcher op (``aten::mm``, ``prim::``, a custom ``ns::op``): CPU compute on a CPU trace.
 #: Autograd's nodes (``MmBackward0``, ``autograd::engine::evaluate_function: ...``) and
 #: annotations are not: time in them outside any op is the framework's and Python's (host).
@@ -226,6 +227,8 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
         out.world_size = out.world_size or world_size_in_head(path, root)
         columns = reader.columns(doc.traceEvents)
         del doc
+        if columns.far:
+            warn(off_the_clock(path, columns.far))
         steps, shown = _steps(columns), _relative(path, root)
         known = sorted(set(steps) & set(out.steps))
         if known and not any(_meet(steps[n], out.steps[n]) for n in known):
@@ -284,8 +287,9 @@ _SPANS = msgspec.json.Decoder(list[_Span])
 
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
 _KEY = attrgetter("name", "cat", "pid", "tid")
-#: One piece's events as columns: start, end, and the code of (name, category, pid, tid).
-_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: One piece's events as columns: start, end, and the code of (name, category, pid, tid); and
+#: how many of them lie off every clock.
+_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 class _Codes(dict[Any, int]):
@@ -309,11 +313,15 @@ class _Reader:
         self._keys = _Codes()
 
     def piece(self, events: list[_Span]) -> list[_Chunk]:
+        """A time or duration beyond :data:`TIME_LIMIT_US` (``1e308``) makes the event's start
+        NaN, which fails every test of a span, as a missing time does; it is counted."""
         xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
         n = len(xs)
-        ts = np.fromiter(map(_TS, xs), float, n)
-        return [(ts, ts + np.fromiter(map(_DUR, xs), float, n),
-                 np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp, n))]
+        ts, dur = (np.fromiter(map(get, xs), float, n) for get in (_TS, _DUR))
+        far = (np.abs(ts) > TIME_LIMIT_US) | (np.abs(dur) > TIME_LIMIT_US)  # NaN is not far
+        ts[far] = np.nan
+        return [(ts, ts + dur, np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp,
+                                           n), int(far.sum()))]
 
     def columns(self, chunks: list[_Chunk]) -> _Columns:
         return _Columns(chunks, list(self._keys))
@@ -342,6 +350,17 @@ _KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER = range(6, 9)
 _ITERATION_RANGE = 9
 
 
+def _is_data(name: str) -> bool:
+    """A data-loading range: the benchmark's ``aorta.data``, or torch.utils.data's iterator
+    (``enumerate(DataLoader)#...``, ``..._DataLoaderIter.__next__``). Two ``str.find``: the
+    regex ``DataLoader.*__next__`` searched a name again from each ``DataLoader`` in it, 28 s
+    for one name of 640 KB."""
+    if name == "aorta.data" or name.startswith("enumerate(DataLoader)"):
+        return True
+    at = name.find("DataLoader")
+    return at >= 0 and name.find("__next__", at + len("DataLoader")) >= 0
+
+
 def _kind(name: str, cat: str) -> int:
     if cat in _DEVICE_CATS:
         if _GPU_COMM.match(name):
@@ -355,7 +374,7 @@ def _kind(name: str, cat: str) -> int:
         return _STEP_RANGE
     if _COMM.match(name):
         return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
-    if _DATA.search(name):
+    if _is_data(name):
         return _DATA_RANGE
     if name.startswith(ITERATION_MARKER):
         return _ITERATION_RANGE
@@ -369,7 +388,9 @@ class _Columns:
     (name, category, pid, tid) of each code): per-event work is numpy's."""
 
     def __init__(self, chunks: list[_Chunk], keys: list[tuple[Any, ...]]) -> None:
-        self.ts, self.end, self.key = (np.concatenate(c) for c in zip(*chunks, strict=True))
+        ts, end, key, far = zip(*chunks, strict=True)
+        self.ts, self.end, self.key = (np.concatenate(c) for c in (ts, end, key))
+        self.far = sum(far)  # events left out, their time off every clock
         shared: dict[str, str] = {}
         self.key_names = [shared.setdefault(name, name) for name, _, _, _ in keys]
         kinds = {(name, cat): _kind(name, cat) for name, cat, _, _ in keys}

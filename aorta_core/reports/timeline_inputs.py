@@ -16,6 +16,7 @@ import dataclasses
 import math
 import os
 import re
+import stat
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -24,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from aorta_core.api.bom import BOM
 from aorta_core.api.contracts import TimelineSource
-from aorta_core.api.files import FileRefused, open_limited, read_limited
+from aorta_core.api.files import FileRefused, open_limited, read_limited, walk
 from aorta_core.api.oneline import exception_line, named_once
 from aorta_core.api.ranks import rank_from_name, rank_in_head
 from aorta_core.benchmark.schema import RankRecord, decode_line
@@ -35,6 +37,7 @@ from aorta_core.engine.attempts import ATTEMPTS_DIR
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
+from aorta_core.reports.trace_events import TIME_LIMIT_US
 
 Warn = Callable[[str], None]
 
@@ -67,8 +70,18 @@ class RankInputs:
     traces: list[Trace] = field(default_factory=list)
 
 
-def _regular(paths: Iterable[Path]) -> list[Path]:  # aorta reads no links
-    return sorted(p for p in paths if p.is_file() and not p.is_symlink())
+def _regular(paths: Iterable[Path]) -> list[Path]:
+    """The regular files among ``paths``, never a link (aorta reads no links); a path that
+    cannot be looked at (``ENAMETOOLONG`` thousands of folders down) is none."""
+    return sorted(p for p in paths if _is(stat.S_ISREG, p, os.lstat))
+
+
+def _is(kind: Callable[[int], bool], path: Path, look: Callable[[Path], os.stat_result] = os.stat
+        ) -> bool:
+    try:
+        return kind(look(path).st_mode)
+    except OSError:
+        return False
 
 
 def _kineto_trace(path: Path) -> Trace:
@@ -76,9 +89,10 @@ def _kineto_trace(path: Path) -> Trace:
                  TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
 
 
-def _benchmark_kineto(trial: Path) -> list[Trace]:
-    return [_kineto_trace(path) for path in _regular((trial / BENCHMARK_KINETO_DIR).rglob("*"))
-            if path.name.endswith((".json", ".json.gz"))]
+def _benchmark_kineto(trial: Path, unreadable: Callable[[Path, OSError], None]) -> list[Trace]:
+    return [_kineto_trace(path) for path in _regular(
+        folder / name for folder, _, files in walk(trial / BENCHMARK_KINETO_DIR, unreadable)
+        for name in files if name.endswith((".json", ".json.gz")))]
 
 
 #: How a Kineto trace begins (torch.profiler's exports, old and new, and HTA's test data): its
@@ -98,17 +112,38 @@ def read_telemetry(path: Path, warn: Warn) -> list[RankRecord]:
     except OSError as exc:
         warn(f"skipping {path}: {exc.strerror}")
         return []
-    out, bad = [], []
+    out, bad, far = [], [], []
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                out.append(decode_line(line))
-            except msgspec.DecodeError:
+                record = decode_line(line)
+            except (msgspec.DecodeError, RecursionError):  # RecursionError: 1000s deep
                 bad.append(number)
+                continue
+            if _on_the_clock(record):
+                out.append(record)
+            else:
+                far.append(number)
     if bad:
         warn(f"{path}: {len(bad)} line(s) skipped, not aorta's benchmark telemetry "
              f"(first: line {bad[0]})")
+    if far:
+        warn(f"{path}: {len(far)} line(s) skipped, their times lie beyond 2^63 ns (292 years) "
+             f"or end before they start, on no clock (first: line {far[0]})")
     return sorted(out, key=lambda r: r.time_start_unix_ns)
+
+
+def _on_the_clock(record: RankRecord) -> bool:
+    """Whether a telemetry line's times can be placed: its Unix stamps within 2^63 ns and in
+    order, and every ms it hangs from them (ranges, the injected delays) within that too."""
+    if not 0 <= record.time_start_unix_ns <= record.time_end_unix_ns < 2**63:
+        return False
+    ms = [*record.injected_ms.values()] if record.injected_ms is not UNSET else []
+    if record.profile is not UNSET:
+        ms += [record.profile.total_ms]
+        ms += [t for r in record.profile.ranges for t in (r.start_ms, r.end_ms)]
+    limit = TIME_LIMIT_US / 1e3
+    return all(-limit <= t <= limit for t in ms)
 
 
 def _begins_as_kineto(path: Path, trial: Path) -> bool:
@@ -122,21 +157,22 @@ def _begins_as_kineto(path: Path, trial: Path) -> bool:
     return _KINETO_HEAD.match(head.removeprefix(BOM)) is not None
 
 
-def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace]:
+def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn,
+                      unreadable: Callable[[Path, OSError], None]) -> list[Trace]:
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
     profiler's, and each collector's that ran) and its earlier attempts: what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
     found, trials = [], []
-    for folder, dirs, files in os.walk(trial):  # links to folders are not followed
+    for folder, dirs, files in walk(trial, unreadable):  # links to folders are not followed
         here = Path(folder)  # another trial inside is not this one's, nor its earlier attempts
         if here == trial and ATTEMPTS_DIR in dirs:
             dirs.remove(ATTEMPTS_DIR)
-        inside = sorted(d for d in dirs if (here / d / RECORD_NAME).is_file())
+        inside = sorted(d for d in dirs if _is(stat.S_ISREG, here / d / RECORD_NAME))
         trials += [here / d for d in inside]
         dirs[:] = sorted(d for d in dirs if here / d not in claimed and d not in inside)
         named = sorted(here / name for name in files if name.endswith((".json", ".json.gz")))
         for path in named:
-            if path.is_symlink():
+            if _is(stat.S_ISLNK, path, os.lstat):
                 warn(f"{path}: skipped, a link (aorta reads no links: copy the file there)")
         found += [_kineto_trace(path) for path in _regular(named)
                   if _begins_as_kineto(path, trial)]
@@ -155,14 +191,20 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
     ranks: dict[int, RankInputs] = defaultdict(RankInputs)
     for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
         ranks[rank_from_name(path.relative_to(trial))].jsonl = path
-    traces = _benchmark_kineto(trial)
+    unlisted: list[tuple[Path, OSError]] = []
+    traces = _benchmark_kineto(trial, lambda *folder: unlisted.append(folder))
     claimed = {trial / BENCHMARK_KINETO_DIR}  # and each collector's folder: its own to name
     for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
                                                                   hook_timeout_s),
                                                FIRST_COLLECTOR_POSITION):
         traces += [Trace(name, name, position, source) for source in sources]
         claimed.add(trial / name)
-    traces += _unclaimed_kineto(trial, claimed, warn)
+    traces += _unclaimed_kineto(trial, claimed, warn, lambda *folder: unlisted.append(folder))
+    if unlisted:
+        folder, exc = unlisted[0]
+        warn(f"{trial}: {len(unlisted)} folder(s) inside it could not be searched for traces "
+             f"(the first, {len(folder.relative_to(trial).parts)} level(s) down: "
+             f"{exc.strerror}); traces in them are left out")
     seen: set[Path] = set()
     for trace in traces:
         path = trace.source.path
