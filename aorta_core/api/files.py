@@ -128,7 +128,7 @@ def walk(top: Path, unreadable: Callable[[Path, OSError], None] | None = None
     ``os.walk``'s order, links to folders listed but never entered, ``dirs`` pruned in place by
     the caller as there. A trial may hold a folder thousands of levels deep, past the
     interpreter's recursion limit that ``os.walk`` and ``Path.rglob`` reach (Python 3.11).
-    A folder that cannot be listed (``ENAMETOOLONG`` that deep, ``EACCES``) goes to
+    A folder there that cannot be listed (``ENAMETOOLONG`` that deep, ``EACCES``) goes to
     ``unreadable``."""
     pending = [Path(top)]
     while pending:
@@ -136,6 +136,8 @@ def walk(top: Path, unreadable: Callable[[Path, OSError], None] | None = None
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # nothing there (``top`` need not exist), or gone since it was listed
         except OSError as exc:
             if unreadable is not None:
                 unreadable(folder, exc)
