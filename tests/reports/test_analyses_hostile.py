@@ -16,32 +16,25 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import resource
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_aorta
 from reports.report_helpers import CLOCK_5X
 
-#: Address space of each child: a command that builds what it should not (1e11 ints) fails
-#: with MemoryError here instead of taking the machine's memory.
+#: Address space of each child (``run_aorta``'s ``memory``).
 _MEMORY = 4 << 30
 
 
 def _run(*args: str, cwd: Path, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    """``aorta <args>`` in a child with bounded memory, and its wall time (``inf``, and no
+    """``aorta <args>`` in a child of bounded memory, and its wall time (``inf``, and no
     process, when it ran past ``timeout``)."""
-    def bounded() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (_MEMORY, _MEMORY))
-
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", "aorta_core", *args], cwd=cwd,
-                              env={**os.environ, "AORTA_REPORT_PNG": "0"}, capture_output=True,
-                              text=True, timeout=timeout, preexec_fn=bounded)
+        done = run_aorta(list(args), cwd=cwd, timeout=timeout, memory=_MEMORY)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(args, -1, "", "timed out"), float("inf")
     return done, time.perf_counter() - start

@@ -8,8 +8,8 @@ runs), refusing also what makes a few bytes cost without bound.
 - Nesting: PyYAML composes recursively, so 10,000 ``[`` end in a ``RecursionError``; past
   :data:`MAX_DEPTH` levels the document is refused.
 - Scalars Python cannot make (an integer of more than 4,300 digits, ``!!bool maybe``, a
-  timestamp of month 13) raise a ``ValueError`` deep inside PyYAML: here a ``YAMLError`` at the
-  scalar, as any other mistake.
+  timestamp of month 13 or of words) raise a ``ValueError``, ``KeyError`` or ``AttributeError``
+  deep inside PyYAML: here a ``YAMLError`` at the scalar, as any other mistake.
 
 Every refusal is a ``yaml.MarkedYAMLError`` with the line and column of the value.
 """
@@ -72,8 +72,11 @@ class BoundedLoader(yaml.SafeLoader):
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (ValueError, TypeError, KeyError, OverflowError) as exc:
-            why = "" if isinstance(exc, KeyError) else f" ({str(exc).partition(';')[0]})"
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # ValueError, KeyError, AttributeError (!!timestamp x), ...
+            why = "" if isinstance(exc, KeyError | AttributeError) else \
+                f" ({str(exc).partition(';')[0]})"
             raise ConstructorError(None, None, f"{reprlib.repr(node.value)} is no "
                                    f"{node.tag.rpartition(':')[2]}{why}", node.start_mark
                                    ) from None
