@@ -20,13 +20,16 @@ def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120,
     fails with ``MemoryError`` instead of taking the machine's memory."""
     # PNG export starts a browser (~3 s a sweep); the report tests turn it on where they test it.
     full_env = {**os.environ, "AORTA_REPORT_PNG": "0", **(env or {})}
-    bounded = None if memory is None else functools.partial(
-        resource.setrlimit, resource.RLIMIT_AS, (memory, memory))
     return subprocess.run(
         [sys.executable, "-m", "aorta_core", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
-        preexec_fn=bounded,
+        preexec_fn=None if memory is None else memory_limit(memory),
     )
+
+
+def memory_limit(size: int):
+    """A child's ``preexec_fn`` that limits its address space to ``size`` bytes."""
+    return functools.partial(resource.setrlimit, resource.RLIMIT_AS, (size, size))
 
 
 def records(output: Path) -> list[dict]:

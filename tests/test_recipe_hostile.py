@@ -8,8 +8,11 @@ Hardware: none (nothing runs: every recipe here is refused before the command af
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,6 +137,19 @@ def test_a_hostile_recipe_is_one_line_and_exit_2(tmp_path, case):
     assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # nothing run or written
 
 
+@contextlib.contextmanager
+def _address_space_left(size: int) -> Iterator[None]:
+    """This process may map ``size`` bytes more inside the block: a reader that grows without
+    bound raises ``MemoryError`` here instead of taking the machine's memory."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + size, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 @pytest.fixture(scope="module")
 def registry():
     return load_registry()
@@ -175,7 +191,7 @@ def test_any_recipe_text_loads_or_is_one_line(tmp_path_factory, registry, text, 
     path = tmp_path_factory.mktemp("fuzz") / f"recipe{suffix}"
     path.write_bytes(text)
     before = peak_rss()
-    with time_limit(10):
+    with time_limit(10), _address_space_left(1 << 30):
         try:
             collector_overrides(path, load(path), None, registry)
         except RecipeError as exc:

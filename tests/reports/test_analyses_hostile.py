@@ -17,27 +17,38 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_aorta
+from cli_helpers import memory_limit
 from reports.report_helpers import CLOCK_5X
 
-#: Address space of each child (``run_aorta``'s ``memory``).
+#: Address space of each child: a command that builds what it should not (1e11 ints) fails
+#: with MemoryError instead of taking the machine's memory.
 _MEMORY = 4 << 30
 
 
 def _run(*args: str, cwd: Path, timeout: float = 120) -> tuple[subprocess.CompletedProcess, float]:
-    """``aorta <args>`` in a child of bounded memory, and its wall time (``inf``, and no
-    process, when it ran past ``timeout``)."""
+    """``aorta <args>`` in a child of bounded memory, and its wall time; ``inf``, and no
+    process, when it ran past ``timeout``: then its process group (its worker processes with
+    it) is killed, as a quadratic reader would otherwise run on for hours."""
     start = time.perf_counter()
-    try:
-        done = run_aorta(list(args), cwd=cwd, timeout=timeout, memory=_MEMORY)
-    except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(args, -1, "", "timed out"), float("inf")
-    return done, time.perf_counter() - start
+    with subprocess.Popen([sys.executable, "-m", "aorta_core", *args], cwd=cwd,
+                          env={**os.environ, "AORTA_REPORT_PNG": "0"}, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          start_new_session=True, preexec_fn=memory_limit(_MEMORY)) as child:
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            return subprocess.CompletedProcess(args, -1, "", "timed out"), float("inf")
+    return subprocess.CompletedProcess(args, child.returncode, out, err), \
+        time.perf_counter() - start
 
 
 def _ok(done: subprocess.CompletedProcess) -> None:
