@@ -17,6 +17,7 @@ analysis reads the same fact as "late-starting communication kernels").
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import re
@@ -24,7 +25,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,7 +251,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
         return out
     intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
                  for part in _INTERVALS}
-    out.collectives.sort(key=lambda c: c[1])
+    out.collectives.sort(key=_START)
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
     starts = starts[order]
@@ -286,6 +287,7 @@ _SPANS = msgspec.json.Decoder(list[_Span])
 
 
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_START = itemgetter(1)  # of a collective's (name, ts, dur)
 _KEY = attrgetter("name", "cat", "pid", "tid")
 #: One piece's events as columns: start, end, and the code of (name, category, pid, tid); and
 #: how many of them lie off every clock.
@@ -453,14 +455,21 @@ def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
     op = col.of(_OP)
     mids = (col.ts + col.end) / 2
     away = _inside(merge(*data), mids)
-    for thread in np.unique(col.thread[op]):
-        mine = col.thread == thread
-        away[mine] |= _inside(merge(*col.spans(comm & mine)), mids[mine])
+    for mine in _by_thread(col.thread):  # one sort, not a pass over every event per thread
+        inside = mine[comm[mine]]
+        if inside.size and op[mine].any():
+            away[mine] |= _inside(merge(col.ts[inside], col.end[inside]), mids[mine])
     # without execution ranges (older torch) a collective is its c10d op
     collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
         col.of(_COMM_RANGE) & col.c10d)
     return _OneFile(False, steps, iterations, col.spans(op & ~away), col.spans(comm),
                     np.empty((2, 0)), data, collectives, starts, names)
+
+
+def _by_thread(threads: np.ndarray) -> list[np.ndarray]:
+    """The indexes of the events of each thread, in one sort."""
+    order = np.argsort(threads, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(threads[order])) + 1)
 
 
 # --- the breakdown ---------------------------------------------------------------------------
@@ -536,10 +545,11 @@ def _waits(traces: Mapping[int, _Trace], step: int
         a, b = trace.steps[step]
         counts: dict[str, int] = defaultdict(int)
         mine = {}
-        for name, ts, dur in trace.collectives:
-            if a <= ts < b:
-                mine[(name, counts[name])] = (ts, dur)
-                counts[name] += 1
+        ordered = trace.collectives  # by start: the step's are one slice, found in log time
+        for name, ts, dur in ordered[bisect.bisect_left(ordered, a, key=_START):
+                                     bisect.bisect_left(ordered, b, key=_START)]:
+            mine[(name, counts[name])] = (ts, dur)
+            counts[name] += 1
         keyed[rank] = mine
     common = set.intersection(*(set(k) for k in keyed.values())) if keyed else set()
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
@@ -725,7 +735,7 @@ def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
               ) -> dict[str, dict[str, float]]:
     """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
     diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
-    out = {}
+    out, diagnosed_steps = {}, set(steps)
     for rank, rows in telemetry.items():
         totals: dict[str, list[float]] = defaultdict(list)
         diagnosed: dict[str, list[float]] = defaultdict(list)
@@ -734,7 +744,7 @@ def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
                 continue
             for k, v in row.injected_ms.items():
                 totals[k].append(v)
-                if row.global_step in steps:
+                if row.global_step in diagnosed_steps:
                     diagnosed[k].append(v)
         totals = diagnosed or totals
         if totals:

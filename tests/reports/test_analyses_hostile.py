@@ -157,6 +157,41 @@ def test_names_of_megabytes_cost_time_in_proportion_to_their_length(tmp_path):
     assert data_ms(mine) > data_ms(without)  # the DataLoader...__next__ range is data
 
 
+def _many(trial: Path, steps: int, events: int, threads: bool) -> Path:
+    """Two ranks' traces of ``steps`` steps of 1 ms, ``events`` ops spread over them, each
+    followed by a gloo collective, on the step's thread or each on a thread of its own."""
+    trial.mkdir(parents=True)
+    for rank in (0, 1):
+        trace = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1,
+                  "tid": 1, "ts": 1000.0 * n, "dur": 1000.0} for n in range(1, steps + 1)]
+        for i in range(events):
+            at = {"pid": 1, "tid": 2 + i if threads else 1,
+                  "ts": 1000.0 + 1000.0 * steps * i / events}
+            trace += [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", **at, "dur": 0.1},
+                      {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", **at,
+                       "ts": at["ts"] + 0.2, "dur": 0.1}]
+        (trial / f"rank{rank}.pt.trace.json").write_text(json.dumps(
+            {"schemaVersion": 1, "distributedInfo": {"rank": rank, "world_size": 2},
+             "traceEvents": trace}))
+    return trial
+
+
+@pytest.mark.parametrize(("reference", "hostile", "what"), [
+    ((3, 100_000, False), (3, 100_000, True), "100,000 threads, 100,000 ops on one"),
+    ((4_000, 4_000, False), (16_000, 16_000, False), "16,000 steps, 4,000"),
+], ids=["threads", "steps"])
+def test_many_threads_or_steps_cost_time_in_proportion(tmp_path, reference, hostile, what):
+    """``aorta diagnose`` of ops each on a thread of its own against the same ops on one thread
+    (was 47 s against 1.2 s: every event tested once per thread), and of 4x the steps and
+    collectives (was 14.3 s against 1.8 s: every collective tested once per step): within 5x."""
+    short, long = (_many(tmp_path / name, *shape) for name, shape in (("reference", reference),
+                                                                      ("hostile", hostile)))
+    took = min(_run("diagnose", str(short), cwd=tmp_path)[1] for _ in range(2))
+    done, longer = _run("diagnose", str(long), cwd=tmp_path, timeout=5 * took)
+    _ok(done)
+    assert longer <= 5 * took, (what, longer, took)
+
+
 # -- item 11: times off every clock -----------------------------------------------------------
 
 def _off_the_clock(trial: Path) -> None:
