@@ -122,14 +122,14 @@ def _unlock_tree(folder: Path) -> None:
             pending.extend(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
 
 
-def walk(top: Path, unreadable: Callable[[Path, OSError], None] | None = None
+def walk(top: Path, unreadable: Callable[[OSError], None] | None = None
          ) -> Iterator[tuple[Path, list[str], list[str]]]:
     """``os.walk(top)`` without recursion: (folder, folder names, file names) top-down in
     ``os.walk``'s order, links to folders listed but never entered, ``dirs`` pruned in place by
     the caller as there. A trial may hold a folder thousands of levels deep, past the
     interpreter's recursion limit that ``os.walk`` and ``Path.rglob`` reach (Python 3.11).
-    A folder there that cannot be listed (``ENAMETOOLONG`` that deep, ``EACCES``) goes to
-    ``unreadable``."""
+    The error of a folder there that cannot be listed (``ENAMETOOLONG`` that deep, ``EACCES``;
+    its ``filename`` is the folder) goes to ``unreadable``."""
     pending = [Path(top)]
     while pending:
         folder = pending.pop()
@@ -140,7 +140,7 @@ def walk(top: Path, unreadable: Callable[[Path, OSError], None] | None = None
             continue  # nothing there (``top`` need not exist), or gone since it was listed
         except OSError as exc:
             if unreadable is not None:
-                unreadable(folder, exc)
+                unreadable(exc)
             continue
         dirs: list[str] = []
         files: list[str] = []

@@ -455,10 +455,7 @@ def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
     op = col.of(_OP)
     mids = (col.ts + col.end) / 2
     away = _inside(merge(*data), mids)
-    for mine in _by_thread(col.thread):  # one sort, not a pass over every event per thread
-        inside = mine[comm[mine]]
-        if inside.size and op[mine].any():
-            away[mine] |= _inside(merge(col.ts[inside], col.end[inside]), mids[mine])
+    away[op] |= _inside_own_thread(col, comm, op, mids)
     # without execution ranges (older torch) a collective is its c10d op
     collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
         col.of(_COMM_RANGE) & col.c10d)
@@ -466,10 +463,27 @@ def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
                     np.empty((2, 0)), data, collectives, starts, names)
 
 
-def _by_thread(threads: np.ndarray) -> list[np.ndarray]:
-    """The indexes of the events of each thread, in one sort."""
-    order = np.argsort(threads, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(threads[order])) + 1)
+def _inside_own_thread(col: _Columns, spans: np.ndarray, points: np.ndarray, x: np.ndarray
+                       ) -> np.ndarray:
+    """Which ``points`` (a mask of the events) have their ``x`` inside one of the ``spans`` (a
+    mask) of their own thread: every thread at once (a pass over the events per thread took
+    47 s for 100,000 threads). Each time becomes its rank among all of them, and each thread's
+    ranks a block of their own (thread x count + rank), so one sort of the spans' starts and a
+    running maximum of their ends answer every point exactly: it is inside where the furthest
+    end of its thread's spans that start at or before it lies after it."""
+    count = int(spans.sum())
+    if not count:
+        return np.zeros(int(points.sum()), dtype=bool)
+    _, rank = np.unique(np.concatenate((col.ts[spans], col.end[spans], x[points])),
+                        return_inverse=True)
+    block = np.int64(rank.size + 1)
+    own = col.thread[spans].astype(np.int64) * block
+    starts, ends = own + rank[:count], own + rank[count:2 * count]
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    at = col.thread[points].astype(np.int64) * block + rank[2 * count:]
+    i = np.searchsorted(starts, at, side="right") - 1
+    return (i >= 0) & (reach[np.clip(i, 0, None)] > at)
 
 
 # --- the breakdown ---------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from aorta_core.reports.timeline_inputs import (
     read_telemetry,
 )
 from aorta_core.reports.trace_events import (
+    UNIX_NS_LIMIT,
     Event,
     Lanes,
     TraceDoc,
@@ -145,15 +146,11 @@ def parse_window(text: str) -> tuple[float | None, float | None]:
     return low, high
 
 
-#: The latest Unix time a clock in int64 ns holds (2262): a record's later start is no time.
-_UNIX_NS_MAX = 2**63
-
-
 def _ns(seconds: Any) -> int | None:
     """A record's number of seconds in ns, where it is a time a clock holds (0 to 2^63 ns);
     ``None`` for anything else (``1e300``, ``inf``, text)."""
     if isinstance(seconds, int | float) and not isinstance(seconds, bool) \
-            and 0 <= seconds < _UNIX_NS_MAX / 1e9:
+            and 0 <= seconds < UNIX_NS_LIMIT / 1e9:
         return round(seconds * 1e9)
     return None
 
@@ -485,7 +482,7 @@ def _read_traces(m: _Merge, traces: list[Trace]) -> list[tuple[Trace, TraceDoc]]
             m.warn(off_the_clock(path, len(doc.traceEvents) - len(events)))
             doc.traceEvents = events
         first = next(_unix_ns(doc), None) if trace.source.clock == "unix" else None
-        if first is not None and not _UNIX_NS_MIN <= first < _UNIX_NS_MAX:
+        if first is not None and not _UNIX_NS_MIN <= first < UNIX_NS_LIMIT:
             m.warn(f"skipping {path}: its times are not Unix time (an event at {first} ns; "
                    "no baseTimeNanoseconds?), so it cannot be put on the clock")
             continue

@@ -37,7 +37,7 @@ from aorta_core.engine.attempts import ATTEMPTS_DIR
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
-from aorta_core.reports.trace_events import TIME_LIMIT_US
+from aorta_core.reports.trace_events import TIME_LIMIT_US, UNIX_NS_LIMIT
 
 Warn = Callable[[str], None]
 
@@ -78,6 +78,8 @@ def _regular(paths: Iterable[Path]) -> list[Path]:
 
 def _is(kind: Callable[[int], bool], path: Path, look: Callable[[Path], os.stat_result] = os.stat
         ) -> bool:
+    """Whether ``path`` is of ``kind`` (``stat.S_ISREG``, ...) as ``look`` sees it; not when it
+    cannot be looked at."""
     try:
         return kind(look(path).st_mode)
     except OSError:
@@ -89,7 +91,7 @@ def _kineto_trace(path: Path) -> Trace:
                  TimelineSource(path, clock="unix", error_bound_ms=KINETO_BOUND_MS))
 
 
-def _benchmark_kineto(trial: Path, unreadable: Callable[[Path, OSError], None]) -> list[Trace]:
+def _benchmark_kineto(trial: Path, unreadable: Callable[[OSError], None]) -> list[Trace]:
     return [_kineto_trace(path) for path in _regular(
         folder / name for folder, _, files in walk(trial / BENCHMARK_KINETO_DIR, unreadable)
         for name in files if name.endswith((".json", ".json.gz")))]
@@ -136,7 +138,7 @@ def read_telemetry(path: Path, warn: Warn) -> list[RankRecord]:
 def _on_the_clock(record: RankRecord) -> bool:
     """Whether a telemetry line's times can be placed: its Unix stamps within 2^63 ns and in
     order, and every ms it hangs from them (ranges, the injected delays) within that too."""
-    if not 0 <= record.time_start_unix_ns <= record.time_end_unix_ns < 2**63:
+    if not 0 <= record.time_start_unix_ns <= record.time_end_unix_ns < UNIX_NS_LIMIT:
         return False
     ms = [*record.injected_ms.values()] if record.injected_ms is not UNSET else []
     if record.profile is not UNSET:
@@ -158,7 +160,7 @@ def _begins_as_kineto(path: Path, trial: Path) -> bool:
 
 
 def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn,
-                      unreadable: Callable[[Path, OSError], None]) -> list[Trace]:
+                      unreadable: Callable[[OSError], None]) -> list[Trace]:
     """The Kineto traces in the trial outside the ``claimed`` folders (the benchmark's
     profiler's, and each collector's that ran) and its earlier attempts: what a workload's own
     ``torch.profiler`` wrote into ``$AORTA_TRIAL_DIR``, or a folder of traces given as it is."""
@@ -191,20 +193,20 @@ def discover(trial: Path, record: Mapping[str, Any] | None, warn: Warn,
     ranks: dict[int, RankInputs] = defaultdict(RankInputs)
     for path in _regular((trial / "benchmark").glob(JSONL_GLOB)):
         ranks[rank_from_name(path.relative_to(trial))].jsonl = path
-    unlisted: list[tuple[Path, OSError]] = []
-    traces = _benchmark_kineto(trial, lambda *folder: unlisted.append(folder))
+    unlisted: list[OSError] = []  # folders that could not be listed
+    traces = _benchmark_kineto(trial, unlisted.append)
     claimed = {trial / BENCHMARK_KINETO_DIR}  # and each collector's folder: its own to name
     for position, (name, sources) in enumerate(_collector_sources(trial, record, warn,
                                                                   hook_timeout_s),
                                                FIRST_COLLECTOR_POSITION):
         traces += [Trace(name, name, position, source) for source in sources]
         claimed.add(trial / name)
-    traces += _unclaimed_kineto(trial, claimed, warn, lambda *folder: unlisted.append(folder))
+    traces += _unclaimed_kineto(trial, claimed, warn, unlisted.append)
     if unlisted:
-        folder, exc = unlisted[0]
+        first = unlisted[0]
         warn(f"{trial}: {len(unlisted)} folder(s) inside it could not be searched for traces "
-             f"(the first, {len(folder.relative_to(trial).parts)} level(s) down: "
-             f"{exc.strerror}); traces in them are left out")
+             f"(the first, {len(Path(first.filename).relative_to(trial).parts)} level(s) down: "
+             f"{first.strerror}); traces in them are left out")
     seen: set[Path] = set()
     for trace in traces:
         path = trace.source.path

@@ -57,11 +57,12 @@ class TraceDoc(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(TraceDoc)
 _ENCODER = msgspec.json.Encoder()
 
-#: The largest time or duration an event may carry, µs: 2^63 ns, all that Unix time in int64 ns
-#: holds (292 years from 1970). Kineto writes µs since 1970 (1.7e15) or since its base; a time
-#: past this (1e308, a counter gone wild) lies on no clock and would stretch the timeline over
-#: centuries, or overflow when made ns.
-TIME_LIMIT_US = 2.0**63 / 1e3
+#: All that Unix time in int64 ns holds (292 years from 1970, to 2262).
+UNIX_NS_LIMIT = 2**63
+#: The largest time or duration an event may carry, µs. Kineto writes µs since 1970 (1.7e15)
+#: or since its base; a time past this (1e308, a counter gone wild) lies on no clock and would
+#: stretch the timeline over centuries, or overflow when made ns.
+TIME_LIMIT_US = UNIX_NS_LIMIT / 1e3
 
 
 def off_the_clock(path: Path, count: int) -> str:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_helpers import memory_limit
@@ -190,6 +191,28 @@ def test_many_threads_or_steps_cost_time_in_proportion(tmp_path, reference, host
     done, longer = _run("diagnose", str(long), cwd=tmp_path, timeout=5 * took)
     _ok(done)
     assert longer <= 5 * took, (what, longer, took)
+
+
+def test_spans_of_every_thread_at_once_answer_as_each_thread_alone() -> None:
+    """What the diagnosis does for all threads at once (an op inside a collective of its own
+    thread is not compute) against its definition, on 2,000 random small traces: shared,
+    touching and empty spans, ties, missing times (NaN)."""
+    import numpy as np
+
+    from aorta_core.reports.diagnose import _inside_own_thread
+
+    rng = np.random.default_rng(40)
+    for _ in range(2000):
+        n = int(rng.integers(1, 40))
+        ts = rng.integers(0, 20, n) + rng.choice([0.0, 0.5], n)
+        ts[rng.random(n) < 0.05] = np.nan
+        end = ts + rng.integers(0, 6, n)
+        col = SimpleNamespace(ts=ts, end=end, thread=rng.integers(0, 4, n))
+        spans, points = (rng.random(n) < 0.4) & (end >= ts), rng.random(n) < 0.6
+        x = (ts + end) / 2
+        expected = [any(spans[j] and col.thread[j] == col.thread[i] and ts[j] <= x[i] < end[j]
+                        for j in range(n)) for i in np.flatnonzero(points)]
+        assert _inside_own_thread(col, spans, points, x).tolist() == expected
 
 
 # -- item 11: times off every clock -----------------------------------------------------------

@@ -226,8 +226,7 @@ def _axis(path: Path, key: str, names: list[str]) -> None:
             hint = f"did you mean {close[0]}? " if close else ""
             raise RecipeError(
                 f"{path}: {key}[{i}]: {reprlib.repr(name)} is not one of upstream's built-in "
-                "mitigations "
-                f"({hint}aorta sweep list-mitigations shows them; plugin and "
+                f"mitigations ({hint}aorta sweep list-mitigations shows them; plugin and "
                 "--mitigations-file names are not supported)")
         if name in names[:i]:
             raise RecipeError(f"{path}: {key}: {reprlib.repr(name)} is listed twice; list each "
@@ -256,8 +255,7 @@ def load(path: Path) -> ProbeRecipe:
         raise RecipeError(_schema_line(path, exc)) from None
     if recipe.ticket is not None and not SEGMENT.fullmatch(recipe.ticket):
         raise RecipeError(f"{path}: ticket: {reprlib.repr(recipe.ticket)} names the output "
-                          "subfolder; use "
-                          "letters, digits, '_', '.' and '-' (e.g. PERF-123)")
+                          "subfolder; use letters, digits, '_', '.' and '-' (e.g. PERF-123)")
     if recipe.step_time_regex is not None:
         try:
             with warnings.catch_warnings():  # a FutureWarning (a nested set) is no line of ours
