@@ -3,21 +3,33 @@ collector plugins as real distributions (dist-info + entry point) on a private P
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import resource
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 
-def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120):
+def run_aorta(args, cwd: Path, env: dict | None = None, timeout: float = 120,
+              memory: int | None = None):
+    """``python -m aorta_core <args>``; ``memory``: the child's address space in bytes, so that
+    a command that builds what it should not (a list of 1e11 ints, ``/dev/zero`` read whole)
+    fails with ``MemoryError`` instead of taking the machine's memory."""
     # PNG export starts a browser (~3 s a sweep); the report tests turn it on where they test it.
     full_env = {**os.environ, "AORTA_REPORT_PNG": "0", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "aorta_core", *args],
         cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        preexec_fn=None if memory is None else memory_limit(memory),
     )
+
+
+def memory_limit(size: int):
+    """A child's ``preexec_fn`` that limits its address space to ``size`` bytes."""
+    return functools.partial(resource.setrlimit, resource.RLIMIT_AS, (size, size))
 
 
 def records(output: Path) -> list[dict]:

@@ -17,6 +17,7 @@ analysis reads the same fact as "late-starting communication kernels").
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import re
@@ -24,7 +25,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +52,7 @@ from aorta_core.reports.straggler_thresholds import (
     MOST_STEPS,
 )
 from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
-from aorta_core.reports.trace_events import read_trace
+from aorta_core.reports.trace_events import TIME_LIMIT_US, off_the_clock, read_trace
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
@@ -72,11 +73,12 @@ WORDS = {
 
 # Names. CPU side: a collective's execution (gloo's worker thread, NCCL's annotation), the
 # c10d op that issues it, torch's record_param_comms; the benchmark's data range and
-# torch.utils.data's iterator.
+# torch.utils.data's iterator (:func:`_is_data`). Every test of a name is linear in its length:
+# a trace may hold names of megabytes.
 _COLLECTIVE = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):")
 _COMM = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):|^c10d::|^record_param_comms$")
-_DATA = re.compile(r"^aorta\.data$|^enumerate\(DataLoader\)|DataLoader.*__next__")
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: A step number int() reads at once (longer runs of digits are no step of a profiler).
+_STEP = re.compile(r"^ProfilerStep#(\d{1,18})$")
 #: A dispatcher op (``aten::mm``, ``prim::``, a custom ``ns::op``): CPU compute on a CPU trace.
 #: Autograd's nodes (``MmBackward0``, ``autograd::engine::evaluate_function: ...``) and
 #: annotations are not: time in them outside any op is the framework's and Python's (host).
@@ -226,6 +228,8 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
         out.world_size = out.world_size or world_size_in_head(path, root)
         columns = reader.columns(doc.traceEvents)
         del doc
+        if columns.far:
+            warn(off_the_clock(path, columns.far))
         steps, shown = _steps(columns), _relative(path, root)
         known = sorted(set(steps) & set(out.steps))
         if known and not any(_meet(steps[n], out.steps[n]) for n in known):
@@ -247,7 +251,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
         return out
     intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
                  for part in _INTERVALS}
-    out.collectives.sort(key=lambda c: c[1])
+    out.collectives.sort(key=_START)
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
     starts = starts[order]
@@ -283,9 +287,11 @@ _SPANS = msgspec.json.Decoder(list[_Span])
 
 
 _TS, _DUR = attrgetter("ts"), attrgetter("dur")
+_START = itemgetter(1)  # of a collective's (name, ts, dur)
 _KEY = attrgetter("name", "cat", "pid", "tid")
-#: One piece's events as columns: start, end, and the code of (name, category, pid, tid).
-_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: One piece's events as columns: start, end, and the code of (name, category, pid, tid); and
+#: how many of them lie off every clock.
+_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 class _Codes(dict[Any, int]):
@@ -309,11 +315,15 @@ class _Reader:
         self._keys = _Codes()
 
     def piece(self, events: list[_Span]) -> list[_Chunk]:
+        """A time or duration beyond :data:`TIME_LIMIT_US` (``1e308``) makes the event's start
+        NaN, which fails every test of a span, as a missing time does; it is counted."""
         xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
         n = len(xs)
-        ts = np.fromiter(map(_TS, xs), float, n)
-        return [(ts, ts + np.fromiter(map(_DUR, xs), float, n),
-                 np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp, n))]
+        ts, dur = (np.fromiter(map(get, xs), float, n) for get in (_TS, _DUR))
+        far = (np.abs(ts) > TIME_LIMIT_US) | (np.abs(dur) > TIME_LIMIT_US)  # NaN is not far
+        ts[far] = np.nan
+        return [(ts, ts + dur, np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp,
+                                           n), int(far.sum()))]
 
     def columns(self, chunks: list[_Chunk]) -> _Columns:
         return _Columns(chunks, list(self._keys))
@@ -342,6 +352,17 @@ _KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER = range(6, 9)
 _ITERATION_RANGE = 9
 
 
+def _is_data(name: str) -> bool:
+    """A data-loading range: the benchmark's ``aorta.data``, or torch.utils.data's iterator
+    (``enumerate(DataLoader)#...``, ``..._DataLoaderIter.__next__``). Two ``str.find``: the
+    regex ``DataLoader.*__next__`` searched a name again from each ``DataLoader`` in it, 28 s
+    for one name of 640 KB."""
+    if name == "aorta.data" or name.startswith("enumerate(DataLoader)"):
+        return True
+    at = name.find("DataLoader")
+    return at >= 0 and name.find("__next__", at + len("DataLoader")) >= 0
+
+
 def _kind(name: str, cat: str) -> int:
     if cat in _DEVICE_CATS:
         if _GPU_COMM.match(name):
@@ -355,7 +376,7 @@ def _kind(name: str, cat: str) -> int:
         return _STEP_RANGE
     if _COMM.match(name):
         return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
-    if _DATA.search(name):
+    if _is_data(name):
         return _DATA_RANGE
     if name.startswith(ITERATION_MARKER):
         return _ITERATION_RANGE
@@ -369,7 +390,9 @@ class _Columns:
     (name, category, pid, tid) of each code): per-event work is numpy's."""
 
     def __init__(self, chunks: list[_Chunk], keys: list[tuple[Any, ...]]) -> None:
-        self.ts, self.end, self.key = (np.concatenate(c) for c in zip(*chunks, strict=True))
+        ts, end, key, far = zip(*chunks, strict=True)
+        self.ts, self.end, self.key = (np.concatenate(c) for c in (ts, end, key))
+        self.far = sum(far)  # events left out, their time off every clock
         shared: dict[str, str] = {}
         self.key_names = [shared.setdefault(name, name) for name, _, _, _ in keys]
         kinds = {(name, cat): _kind(name, cat) for name, cat, _, _ in keys}
@@ -432,14 +455,35 @@ def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
     op = col.of(_OP)
     mids = (col.ts + col.end) / 2
     away = _inside(merge(*data), mids)
-    for thread in np.unique(col.thread[op]):
-        mine = col.thread == thread
-        away[mine] |= _inside(merge(*col.spans(comm & mine)), mids[mine])
+    away[op] |= _inside_own_thread(col, comm, op, mids)
     # without execution ranges (older torch) a collective is its c10d op
     collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
         col.of(_COMM_RANGE) & col.c10d)
     return _OneFile(False, steps, iterations, col.spans(op & ~away), col.spans(comm),
                     np.empty((2, 0)), data, collectives, starts, names)
+
+
+def _inside_own_thread(col: _Columns, spans: np.ndarray, points: np.ndarray, x: np.ndarray
+                       ) -> np.ndarray:
+    """Which ``points`` (a mask of the events) have their ``x`` inside one of the ``spans`` (a
+    mask) of their own thread: every thread at once (a pass over the events per thread took
+    47 s for 100,000 threads). Each time becomes its rank among all of them, and each thread's
+    ranks a block of their own (thread x count + rank), so one sort of the spans' starts and a
+    running maximum of their ends answer every point exactly: it is inside where the furthest
+    end of its thread's spans that start at or before it lies after it."""
+    count = int(spans.sum())
+    if not count:
+        return np.zeros(int(points.sum()), dtype=bool)
+    _, rank = np.unique(np.concatenate((col.ts[spans], col.end[spans], x[points])),
+                        return_inverse=True)
+    block = np.int64(rank.size + 1)
+    own = col.thread[spans].astype(np.int64) * block
+    starts, ends = own + rank[:count], own + rank[count:2 * count]
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    at = col.thread[points].astype(np.int64) * block + rank[2 * count:]
+    i = np.searchsorted(starts, at, side="right") - 1
+    return (i >= 0) & (reach[np.clip(i, 0, None)] > at)
 
 
 # --- the breakdown ---------------------------------------------------------------------------
@@ -515,10 +559,11 @@ def _waits(traces: Mapping[int, _Trace], step: int
         a, b = trace.steps[step]
         counts: dict[str, int] = defaultdict(int)
         mine = {}
-        for name, ts, dur in trace.collectives:
-            if a <= ts < b:
-                mine[(name, counts[name])] = (ts, dur)
-                counts[name] += 1
+        ordered = trace.collectives  # by start: the step's are one slice, found in log time
+        for name, ts, dur in ordered[bisect.bisect_left(ordered, a, key=_START):
+                                     bisect.bisect_left(ordered, b, key=_START)]:
+            mine[(name, counts[name])] = (ts, dur)
+            counts[name] += 1
         keyed[rank] = mine
     common = set.intersection(*(set(k) for k in keyed.values())) if keyed else set()
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
@@ -704,7 +749,7 @@ def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
               ) -> dict[str, dict[str, float]]:
     """The benchmark's ``injected_ms`` per rank, where its JSONL has them: the mean over the
     diagnosed steps (its ``global_step`` is the profiler's step number), else over all."""
-    out = {}
+    out, diagnosed_steps = {}, set(steps)
     for rank, rows in telemetry.items():
         totals: dict[str, list[float]] = defaultdict(list)
         diagnosed: dict[str, list[float]] = defaultdict(list)
@@ -713,7 +758,7 @@ def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
                 continue
             for k, v in row.injected_ms.items():
                 totals[k].append(v)
-                if row.global_step in steps:
+                if row.global_step in diagnosed_steps:
                     diagnosed[k].append(v)
         totals = diagnosed or totals
         if totals:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import bisect
 import math
+import reprlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -47,7 +48,17 @@ from aorta_core.reports.timeline_inputs import (
     discover,
     read_telemetry,
 )
-from aorta_core.reports.trace_events import Event, Lanes, TraceDoc, TraceWriter, raw, read_trace
+from aorta_core.reports.trace_events import (
+    UNIX_NS_LIMIT,
+    Event,
+    Lanes,
+    TraceDoc,
+    TraceWriter,
+    off_the_clock,
+    on_the_clock,
+    raw,
+    read_trace,
+)
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
@@ -62,60 +73,100 @@ Warn = Callable[[str], None]
 Window = tuple[float, float]
 
 
+class Ints:
+    """A set of ints as sorted disjoint runs ``(first, last)``: ``--steps 5-99999999999`` is one
+    run, never a set of 1e11 ints."""
+
+    def __init__(self, runs: Iterable[tuple[int, int]]) -> None:
+        joined = merged((first, last + 1) for first, last in runs)  # [2, 3] and [4, 5] join
+        self.firsts = [first for first, _ in joined]
+        self.lasts = [end - 1 for _, end in joined]
+
+    def __contains__(self, value: object) -> bool:
+        i = bisect.bisect_right(self.firsts, value) - 1
+        return i >= 0 and value <= self.lasts[i]
+
+    def to_json(self) -> list[int | list[int]]:
+        """The ints, a run of three or more as ``[first, last]``."""
+        out: list[int | list[int]] = []
+        for first, last in zip(self.firsts, self.lasts, strict=True):
+            out += [[first, last]] if last - first > 1 else list(range(first, last + 1))
+        return out
+
+
 @dataclass(frozen=True)
 class Selection:
-    """What to keep: ranks, ``ProfilerStep#N``/benchmark steps, a window in ms after the origin."""
+    """What to keep: ranks, ``ProfilerStep#N``/benchmark steps, a window in ms after the origin.
+    Ranks and steps may be given as any collection of ints."""
 
-    ranks: frozenset[int] | None = None
-    steps: frozenset[int] | None = None
+    ranks: Ints | None = None
+    steps: Ints | None = None
     window_ms: tuple[float | None, float | None] | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("ranks", "steps"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Ints):
+                object.__setattr__(self, name, Ints((v, v) for v in value))
+
     def to_json(self) -> dict[str, Any]:
-        return {"ranks": sorted(self.ranks) if self.ranks is not None else None,
-                "steps": sorted(self.steps) if self.steps is not None else None,
+        return {"ranks": self.ranks.to_json() if self.ranks is not None else None,
+                "steps": self.steps.to_json() if self.steps is not None else None,
                 "window_ms": list(self.window_ms) if self.window_ms is not None else None}
 
 
-def parse_ints(text: str) -> frozenset[int]:
-    """``"0,2-3"`` -> {0, 2, 3}; ``ValueError`` on anything else."""
-    out: set[int] = set()
+def parse_ints(text: str) -> Ints:
+    """``"0,2-3"`` -> 0, 2 and 3; ``ValueError`` on anything else."""
+    runs = []
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
         try:
             first, last = int(low), int(high) if dash else int(low)
-        except ValueError:
+        except ValueError:  # not a number, or one of more than 4300 digits
             first = last = -1
         if first < 0 or last < first:
             raise ValueError(f"{part.strip()!r} is not N or A-B (0 <= A <= B)")
-        out.update(range(first, last + 1))
-    return frozenset(out)
+        runs.append((first, last))
+    return Ints(runs)
 
 
 def parse_window(text: str) -> tuple[float | None, float | None]:
-    """``"START:END"`` in ms (either side may be empty); ``ValueError`` on anything else."""
+    """``"START:END"`` in ms (either side may be empty); ``ValueError`` on anything else, ``nan``
+    and ``inf`` too."""
     start, colon, end = text.partition(":")
     try:
         low = float(start) if start.strip() else None
         high = float(end) if end.strip() else None
     except ValueError:
         colon = ""
-    if not colon or (low is not None and high is not None and high < low):
-        raise ValueError(f"{text!r} is not START:END in ms with START <= END")
+    given = [v for v in (low, high) if v is not None] if colon else []
+    if not colon or not all(map(math.isfinite, given)) or given != sorted(given):
+        raise ValueError(f"{text!r} is not START:END in ms with START <= END (numbers; leave "
+                         "a side out for no limit)")
     return low, high
+
+
+def _ns(seconds: Any) -> int | None:
+    """A record's number of seconds in ns, where it is a time a clock holds (0 to 2^63 ns);
+    ``None`` for anything else (``1e300``, ``inf``, text)."""
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) \
+            and 0 <= seconds < UNIX_NS_LIMIT / 1e9:
+        return round(seconds * 1e9)
+    return None
 
 
 def _record_start(record: Mapping[str, Any] | None) -> tuple[int, int] | None:
     """(trial start in Unix ns, its resolution in ns) from a trial record."""
     if not record:
         return None
-    exact = record.get("started_at_unix")
-    if isinstance(exact, int | float) and not isinstance(exact, bool):
-        return int(exact * 1e9), 0
-    text = record.get("started_at")
+    exact = _ns(record.get("started_at_unix"))
+    if exact is not None:
+        return exact, 0
     try:
-        return int(datetime.fromisoformat(str(text)).timestamp()) * 10**9, 10**9
-    except ValueError:
+        start = _ns(datetime.fromisoformat(str(record.get("started_at"))).timestamp())
+    except (ValueError, OverflowError, OSError):  # not ISO text; a date no clock holds
         return None
+    return (start // 10**9 * 10**9, 10**9) if start is not None else None
 
 
 @dataclass
@@ -351,10 +402,10 @@ def _span(m: _Merge, path: Path, span: str, iterations: list[RankRecord], length
         if high - low >= length_ns:
             return low, high, "benchmark_iterations"
     start = _record_start(m.record)
-    wall = (m.record or {}).get("wall_time_s")
-    if start is None or not isinstance(wall, int | float):
+    wall = _ns((m.record or {}).get("wall_time_s"))
+    if start is None or wall is None:
         return None
-    low, high = start[0], start[0] + start[1] + int(wall * 1e9)
+    low, high = start[0], start[0] + start[1] + wall
     mtime = path.stat().st_mtime_ns
     if low <= mtime <= high:  # written when the profiler finalised, after its last event
         high = mtime
@@ -425,8 +476,13 @@ def _read_traces(m: _Merge, traces: list[Trace]) -> list[tuple[Trace, TraceDoc]]
         except ValueError as exc:
             m.warn(f"skipping {path}: {exc}")
             continue
+        base_us = (doc.baseTimeNanoseconds or 0) / 1e3 if trace.source.clock == "unix" else 0
+        events = on_the_clock(doc.traceEvents, base_us)
+        if len(events) < len(doc.traceEvents):
+            m.warn(off_the_clock(path, len(doc.traceEvents) - len(events)))
+            doc.traceEvents = events
         first = next(_unix_ns(doc), None) if trace.source.clock == "unix" else None
-        if first is not None and first < _UNIX_NS_MIN:
+        if first is not None and not _UNIX_NS_MIN <= first < UNIX_NS_LIMIT:
             m.warn(f"skipping {path}: its times are not Unix time (an event at {first} ns; "
                    "no baseTimeNanoseconds?), so it cannot be put on the clock")
             continue
@@ -474,16 +530,25 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
     m.forwarded.clear()
 
 
-def _origin(record: Mapping[str, Any] | None, ranks: dict[int, RankInputs]
-            ) -> tuple[int | None, str]:
+def _origin(trial: Path, record: Mapping[str, Any] | None, ranks: dict[int, RankInputs],
+            warn: Warn) -> tuple[int | None, str]:
+    """The timeline's origin and what it is; a record's start that is no time (``1e300``) is
+    passed over with one line."""
     start = _record_start(record)
+    if start is not None and start[1] == 0:
+        return start[0], "record started_at_unix"
+    origin: tuple[int | None, str] = (None, "")
     if start is not None:
-        return start[0], "record started_at_unix" if start[1] == 0 else "record started_at"
-    firsts = [its[0].time_start_unix_ns for r in ranks.values() if r.jsonl
-              if (its := read_telemetry(r.jsonl, lambda _: None))]
-    if firsts:
-        return min(firsts), "first benchmark iteration"
-    return None, ""
+        origin = start[0], "record started_at"
+    elif firsts := [its[0].time_start_unix_ns for r in ranks.values() if r.jsonl
+                    if (its := read_telemetry(r.jsonl, lambda _: None))]:
+        origin = min(firsts), "first benchmark iteration"
+    given = (record or {}).get("started_at_unix")
+    if given is not None:
+        warn(f"{trial / RECORD_NAME}: started_at_unix {reprlib.repr(given)} is no Unix time in "
+             f"seconds (0 to 2^63 ns); the timeline's origin is the {origin[1] or 'first event'}"
+             " instead")
+    return origin
 
 
 @dataclass(frozen=True)
@@ -515,10 +580,10 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
         return None
     ranks = sorted(r for r in inputs if selection.ranks is None or r in selection.ranks)
     if not ranks:
-        warn(f"{trial}: no rank in --ranks {sorted(selection.ranks or ())} "
+        warn(f"{trial}: no rank in --ranks {selection.to_json()['ranks']} "
              f"(ranks there: {', '.join(map(str, sorted(inputs)))}); nothing written")
         return None
-    origin, origin_from = _origin(record, inputs)
+    origin, origin_from = _origin(trial, record, inputs, warn)
     m = _Merge(trial, selection, record, warn, origin, origin_from)
     path = Path(output) if output is not None else trial / TIMELINE_NAME
     with TraceWriter(path) as writer:

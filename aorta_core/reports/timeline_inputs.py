@@ -16,6 +16,7 @@ import dataclasses
 import math
 import os
 import re
+import stat
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from aorta_core.api.bom import BOM
 from aorta_core.api.contracts import TimelineSource
@@ -35,6 +37,7 @@ from aorta_core.engine.attempts import ATTEMPTS_DIR
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.records import RECORD_NAME
 from aorta_core.reports.overlap_report import GLOB as JSONL_GLOB
+from aorta_core.reports.trace_events import TIME_LIMIT_US, UNIX_NS_LIMIT
 
 Warn = Callable[[str], None]
 
@@ -67,8 +70,20 @@ class RankInputs:
     traces: list[Trace] = field(default_factory=list)
 
 
-def _regular(paths: Iterable[Path]) -> list[Path]:  # aorta reads no links
-    return sorted(p for p in paths if p.is_file() and not p.is_symlink())
+def _regular(paths: Iterable[Path]) -> list[Path]:
+    """The regular files among ``paths``, never a link (aorta reads no links); a path that
+    cannot be looked at (``ENAMETOOLONG`` thousands of folders down) is none."""
+    return sorted(p for p in paths if _is(stat.S_ISREG, p, os.lstat))
+
+
+def _is(kind: Callable[[int], bool], path: Path, look: Callable[[Path], os.stat_result] = os.stat
+        ) -> bool:
+    """Whether ``path`` is of ``kind`` (``stat.S_ISREG``, ...) as ``look`` sees it; not when it
+    cannot be looked at."""
+    try:
+        return kind(look(path).st_mode)
+    except OSError:
+        return False
 
 
 def _kineto_trace(path: Path) -> Trace:
@@ -99,17 +114,38 @@ def read_telemetry(path: Path, warn: Warn) -> list[RankRecord]:
     except OSError as exc:
         warn(f"skipping {path}: {exc.strerror}")
         return []
-    out, bad = [], []
+    out, bad, far = [], [], []
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                out.append(decode_line(line))
-            except msgspec.DecodeError:
+                record = decode_line(line)
+            except (msgspec.DecodeError, RecursionError):  # RecursionError: 1000s deep
                 bad.append(number)
+                continue
+            if _on_the_clock(record):
+                out.append(record)
+            else:
+                far.append(number)
     if bad:
         warn(f"{path}: {len(bad)} line(s) skipped, not aorta's benchmark telemetry "
              f"(first: line {bad[0]})")
+    if far:
+        warn(f"{path}: {len(far)} line(s) skipped, their times lie beyond 2^63 ns (292 years) "
+             f"or end before they start, on no clock (first: line {far[0]})")
     return sorted(out, key=lambda r: r.time_start_unix_ns)
+
+
+def _on_the_clock(record: RankRecord) -> bool:
+    """Whether a telemetry line's times can be placed: its Unix stamps within 2^63 ns and in
+    order, and every ms it hangs from them (ranges, the injected delays) within that too."""
+    if not 0 <= record.time_start_unix_ns <= record.time_end_unix_ns < UNIX_NS_LIMIT:
+        return False
+    ms = [*record.injected_ms.values()] if record.injected_ms is not UNSET else []
+    if record.profile is not UNSET:
+        ms += [record.profile.total_ms]
+        ms += [t for r in record.profile.ranges for t in (r.start_ms, r.end_ms)]
+    limit = TIME_LIMIT_US / 1e3
+    return all(-limit <= t <= limit for t in ms)
 
 
 def _begins_as_kineto(path: Path, trial: Path) -> bool:
@@ -132,12 +168,12 @@ def _unclaimed_kineto(trial: Path, claimed: set[Path], warn: Warn) -> list[Trace
         here = Path(folder)  # another trial inside is not this one's, nor its earlier attempts
         if here == trial and ATTEMPTS_DIR in dirs:
             dirs.remove(ATTEMPTS_DIR)
-        inside = sorted(d for d in dirs if (here / d / RECORD_NAME).is_file())
+        inside = sorted(d for d in dirs if _is(stat.S_ISREG, here / d / RECORD_NAME))
         trials += [here / d for d in inside]
         dirs[:] = sorted(d for d in dirs if here / d not in claimed and d not in inside)
         named = sorted(here / name for name in files if name.endswith((".json", ".json.gz")))
         for path in named:
-            if path.is_symlink():
+            if _is(stat.S_ISLNK, path, os.lstat):
                 warn(f"{path}: skipped, a link (aorta reads no links: copy the file there)")
         found += [_kineto_trace(path) for path in _regular(named)
                   if _begins_as_kineto(path, trial)]

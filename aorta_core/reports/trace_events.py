@@ -57,6 +57,27 @@ class TraceDoc(msgspec.Struct, gc=False):
 _DECODER = msgspec.json.Decoder(TraceDoc)
 _ENCODER = msgspec.json.Encoder()
 
+#: All that Unix time in int64 ns holds (292 years from 1970, to 2262).
+UNIX_NS_LIMIT = 2**63
+#: The largest time or duration an event may carry, µs. Kineto writes µs since 1970 (1.7e15)
+#: or since its base; a time past this (1e308, a counter gone wild) lies on no clock and would
+#: stretch the timeline over centuries, or overflow when made ns.
+TIME_LIMIT_US = UNIX_NS_LIMIT / 1e3
+
+
+def off_the_clock(path: Path, count: int) -> str:
+    """The one line that says a file's events beyond :data:`TIME_LIMIT_US` were left out."""
+    return (f"{path}: {count} event(s) left out: their ts or dur lies beyond 2^63 ns (292 "
+            "years), on no clock")
+
+
+def on_the_clock(events: list[Event], base_us: float = 0.0) -> list[Event]:
+    """The events whose time (``base_us + ts``) and ``dur``, where given, lie within
+    :data:`TIME_LIMIT_US`."""
+    low, high = -TIME_LIMIT_US - base_us, TIME_LIMIT_US - base_us
+    return [ev for ev in events if (ev.ts is UNSET or low <= ev.ts <= high)
+            and (ev.dur is UNSET or -TIME_LIMIT_US <= ev.dur <= TIME_LIMIT_US)]
+
 
 def raw(obj: Any) -> msgspec.Raw:
     """``args`` of an event we make."""
@@ -93,6 +114,8 @@ def read_trace(path: Path, root: Path | None = None,
         raise ValueError(f"not a chrome trace ({exc})") from exc
     except msgspec.DecodeError as exc:
         raise ValueError(f"not valid JSON ({exc})") from exc
+    except RecursionError:  # msgspec's limit: arrays or objects (an event's args) 1000s deep
+        raise ValueError("not a chrome trace aorta can read (JSON nested too deeply)") from None
 
 
 

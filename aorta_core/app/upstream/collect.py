@@ -67,8 +67,10 @@ def _options(path: Path, name: str, opts: dict[str, Any], cls: type) -> dict[str
             raise RecipeError(f"{path}: collect.{name}.{key} is not an option of {name}; "
                               f"valid: {', '.join(sorted(known))}")
         if not isinstance(text, str):
+            quoted = (f"write {key}: '{json.dumps(text)}'" if not isinstance(text, list | dict)
+                      else "one string")  # a list may be an alias's 100,000 values
             raise RecipeError(f"{path}: collect.{name}.{key}: option values are strings "
-                              f"(write {key}: '{json.dumps(text)}'), got {type(text).__name__}")
+                              f"({quoted}), got {type(text).__name__}")
         values[key] = _value(text, hints[key])
     return values
 

@@ -16,13 +16,19 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import reprlib
 import typing
+import warnings
+import zlib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 import yaml
 
+from aorta_core.api.files import FileRefused, check_regular, read_limited
+from aorta_core.api.oneline import exception_line
+from aorta_core.app.upstream.bounded_yaml import BoundedLoader, TooCostly
 from aorta_core.app.upstream.mitigations import BUILTIN
 
 SCHEMA_VERSION = 1
@@ -104,24 +110,53 @@ _CHOICES = {**dict.fromkeys(Retain.__struct_fields__, typing.get_args(_LEVEL)),
             "event_verdict": ("fail", "pass", "error")}
 
 
-def _read(path: Path) -> Any:
+#: A recipe is a few lines; a file above this is none (and pure-Python YAML reads ~100 KB/s).
+RECIPE_LIMIT = 64 << 10
+
+
+def _bytes(path: Path) -> bytes:
+    """The recipe file's bytes: a regular file (a FIFO, ``/dev/zero`` or a folder is refused
+    unopened) of at most :data:`RECIPE_LIMIT` bytes."""
     where = f"--recipe {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise RecipeError(f"{where} is a folder; give the path of a recipe .yaml")
+        size = check_regular(path)
+        if size > RECIPE_LIMIT:
+            raise RecipeError(f"{where} is {size:,} bytes, not a recipe (a few lines of YAML; "
+                              f"aorta reads up to {RECIPE_LIMIT >> 10} KiB); give the path of "
+                              "a recipe .yaml")
+        return read_limited(path, limit=RECIPE_LIMIT)
     except FileNotFoundError:
         raise RecipeError(f"{where}: no such file; give the path of a recipe .yaml") from None
-    except IsADirectoryError:
-        raise RecipeError(f"{where} is a folder; give the path of a recipe .yaml") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecipeError(f"{where}: cannot read it ({exc})") from None
+    except FileRefused as exc:
+        raise RecipeError(f"--recipe {exc}; give the path of a recipe .yaml") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise RecipeError(f"{where}: cannot read it ({exception_line(exc)})") from None
+
+
+def _read(path: Path) -> Any:
+    data = _bytes(path)
+    try:
+        text = data.decode("utf-8-sig")  # an editor's BOM is no part of the recipe
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                          f"{exc.start}); save it as UTF-8") from None
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise RecipeError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
                               f"{exc.msg}); fix the syntax") from None
+        except (RecursionError, ValueError) as exc:  # 1000s deep; an int of 4,300+ digits
+            why = "nested too deeply" if isinstance(exc, RecursionError) else \
+                str(exc).partition(";")[0]
+            raise RecipeError(f"{path}: not a recipe aorta reads ({why}); {_DOCS}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, BoundedLoader)  # a SafeLoader: no Python tags
+    except TooCostly as exc:
+        raise RecipeError(f"{path}: not a recipe aorta reads (line {exc.problem_mark.line + 1}: "
+                          f"{exc.problem}); {_DOCS}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -138,8 +173,8 @@ def _header(path: Path, data: Any) -> None:
     if "schema_version" not in data:
         raise RecipeError(f"{path}: schema_version is missing; add schema_version: 1")
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise RecipeError(f"{path}: schema_version: {version!r} is not supported; this aorta "
-                          f"reads schema_version: {SCHEMA_VERSION} (an integer)")
+        raise RecipeError(f"{path}: schema_version: {reprlib.repr(version)} is not supported; "
+                          f"this aorta reads schema_version: {SCHEMA_VERSION} (an integer)")
     if "mode" not in data:
         raise RecipeError(f"{path}: mode is missing (upstream's default, triage, has no "
                           "counterpart in aorta); add mode: probe")
@@ -150,7 +185,7 @@ def _header(path: Path, data: Any) -> None:
             "counterpart in aorta; write a probe recipe (mode: probe) and give your command "
             "after --")
     if mode != "probe":
-        raise RecipeError(f"{path}: mode: {mode!r} is not a recipe mode; aorta runs "
+        raise RecipeError(f"{path}: mode: {reprlib.repr(mode)} is not a recipe mode; aorta runs "
                           "mode: probe recipes")
     triage = [k for k in _TRIAGE_ONLY if k in data]
     if triage:
@@ -190,11 +225,12 @@ def _axis(path: Path, key: str, names: list[str]) -> None:
             close = difflib.get_close_matches(name, list(BUILTIN), n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             raise RecipeError(
-                f"{path}: {key}[{i}]: {name!r} is not one of upstream's built-in mitigations "
-                f"({hint}aorta sweep list-mitigations shows them; plugin and "
+                f"{path}: {key}[{i}]: {reprlib.repr(name)} is not one of upstream's built-in "
+                f"mitigations ({hint}aorta sweep list-mitigations shows them; plugin and "
                 "--mitigations-file names are not supported)")
         if name in names[:i]:
-            raise RecipeError(f"{path}: {key}: {name!r} is listed twice; list each name once")
+            raise RecipeError(f"{path}: {key}: {reprlib.repr(name)} is listed twice; list each "
+                              "name once")
 
 
 def _cell_envs(path: Path, recipe: ProbeRecipe) -> None:
@@ -218,14 +254,16 @@ def load(path: Path) -> ProbeRecipe:
     except msgspec.ValidationError as exc:
         raise RecipeError(_schema_line(path, exc)) from None
     if recipe.ticket is not None and not SEGMENT.fullmatch(recipe.ticket):
-        raise RecipeError(f"{path}: ticket: {recipe.ticket!r} names the output subfolder; use "
-                          "letters, digits, '_', '.' and '-' (e.g. PERF-123)")
+        raise RecipeError(f"{path}: ticket: {reprlib.repr(recipe.ticket)} names the output "
+                          "subfolder; use letters, digits, '_', '.' and '-' (e.g. PERF-123)")
     if recipe.step_time_regex is not None:
         try:
-            re.compile(recipe.step_time_regex)
-        except re.error as exc:
-            raise RecipeError(f"{path}: step_time_regex: not a regular expression ({exc})"
-                              ) from None
+            with warnings.catch_warnings():  # a FutureWarning (a nested set) is no line of ours
+                warnings.simplefilter("ignore")
+                re.compile(recipe.step_time_regex)
+        except (re.error, RecursionError, OverflowError) as exc:  # 1000s of groups; a{2**32}
+            raise RecipeError(f"{path}: step_time_regex: not a regular expression aorta can "
+                              f"compile ({exc})") from None
     _axis(path, "mitigation_axis", recipe.mitigation_axis)
     _axis(path, "diagnostic_axis", recipe.diagnostic_axis)
     _cell_envs(path, recipe)
