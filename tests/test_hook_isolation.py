@@ -185,34 +185,28 @@ def test_os_exit_in_a_hook_ends_only_that_hook(plugin_site, tmp_path: Path):
     by_fault = {r["axes"]["collector.exits.fault"]: r for r in records(out)}
     assert set(by_fault) == {"none", "wrap_exits", "parse_exits"}
     assert by_fault["none"]["metrics"]["exits_child_status"] == 5  # the forked child exited
-    assert by_fault["wrap_exits"]["error"] == "exits: SystemExit: os._exit(7)"
+    assert by_fault["wrap_exits"]["error"] == "exits: wrap_argv exited with status 7"
     parse = by_fault["parse_exits"]
     assert parse["verdict"] == "pass" and "exits_child_status" not in parse["metrics"]
-    assert "parse_metrics failed: SystemExit: os._exit(7)" in parse["warnings"]["exits"]
+    assert "parse_metrics failed: exited with status 7" in parse["warnings"]["exits"]
     assert (out / ".aorta.lock").read_text() == ""  # released by the sweep, not by its death
     assert (out / "matrix.json").is_file()
 
 
-def test_os_exit_from_a_thread_a_hook_started_names_the_hook(plugin_site, tmp_path: Path):
-    """That thread is not the hook's: the process ends as asked, but not in silence, and the
-    next sweep of the same output is not refused."""
+def test_os_exit_from_a_thread_a_hook_started_ends_only_that_hook(plugin_site, tmp_path: Path):
+    """The hook runs in a process of its own: a thread it started that calls ``os._exit`` ends
+    that process, not aorta's, and the sweep goes on to its matrix."""
     plugin_site.add("exits", EXITS)
-    done = run_aorta(["sweep=repeat", "trials=1", "collector=exits",
-                      "collector.exits.fault=thread_exits", f"output={tmp_path / 'out'}", "--",
-                      "true"],
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=2", "collector=exits",
+                      "collector.exits.fault=thread_exits", f"output={out}", "--", "true"],
                      cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
-    assert done.returncode == 9
-    assert done.stderr.splitlines()[-1].startswith(
-        "aorta: error: os._exit(9) called while exits: parse_metrics ran"), done.stderr
-    rerun = run_aorta(["sweep=repeat", "trials=1", "collector=exits", f"output={tmp_path / 'out'}",
-                       "--", "true"], cwd=tmp_path, env={**plugin_site.env, **ONLY_TEST_PLUGINS})
-    # the kernel dropped the lock with the process: the rerun runs its cell; it exits 1 only
-    # because the matrix still holds the first cell, which planned a trial and recorded none
-    assert "taking over the lock" in rerun.stderr and "refus" not in rerun.stderr
-    assert rerun.returncode == 1, rerun.stderr
-    assert rerun.stderr.count("cells with failed or unrun trials") == 1
-    unrun = rerun.stderr.split("cells with failed or unrun trials:")[1].splitlines()[0]
-    assert unrun.strip() == "collector.exits.fault=thread_exits,collector=exits"
+    assert done.returncode == 0, done.stderr
+    for record in records(out):
+        assert record["verdict"] == "pass"
+        assert record["warnings"]["exits"] == ["parse_metrics failed: exited with status 9"]
+    assert len(records(out)) == 2 and (out / "matrix.json").is_file()
+    assert (out / ".aorta.lock").read_text() == ""
 
 
 def test_os_exit_on_import_costs_only_that_plugin(plugin_site, tmp_path: Path):
@@ -221,4 +215,4 @@ def test_os_exit_on_import_costs_only_that_plugin(plugin_site, tmp_path: Path):
                      env={**plugin_site.env, **ONLY_TEST_PLUGINS})
     assert done.returncode == 0, done.stderr
     (row,) = [r for r in json.loads(done.stdout) if r["name"] == "exits"]
-    assert (row["status"], row["error"]) == ("error", "SystemExit: os._exit(7)")
+    assert (row["status"], row["error"]) == ("error", "exited with status 7")
