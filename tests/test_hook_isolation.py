@@ -1,7 +1,9 @@
-"""Hooks run in aorta's own process (docs/sweeps.md, "Guarantees": hook isolation): what one
-changes there — the working directory, ``os.environ``, fd 1, the process's life — must not reach
-later trials, other collectors, the JSON a script reads, or end the sweep. Each attack goes
-through the real CLI with a collector installed as a real distribution. Any machine: the
+"""Each hook call runs in a child process forked from aorta (docs/sweeps.md, "Guarantees": hook
+isolation): what a hook does there — change the working directory, ``os.environ``, fd 1,
+``sys.stderr`` or the recursion limit, end its process, hold the GIL, leave threads running,
+return what cannot be read — must not reach later trials, other collectors, the JSON a script
+reads, aorta's own lines, or end the sweep. Each attack goes through the real CLI with a
+collector installed as a real distribution. Linux (``/proc`` to find a hook's process); the
 workload is ``sh``/``true``."""
 
 from __future__ import annotations
