@@ -286,6 +286,8 @@ def collect_artifacts(artifact_dir, options, run):
 def parse_metrics(artifact_dir, options):
     if options.answer == "backtracks":  # holds the GIL: no thread of the process runs
         re.match(r"(a+)+$", "a" * 64 + "b")
+    if options.answer == "sleeps":
+        time.sleep(3600)
     if options.answer == "closes_stderr":
         sys.stderr.close()
         sys.stdout.close()
@@ -373,7 +375,40 @@ def test_sigterm_during_a_gil_holding_hook_ends_the_sweep_at_once(plugin_site, t
     stderr = proc.communicate(timeout=10)[1]
     assert proc.returncode == 143, stderr
     assert stderr.strip().splitlines()[-1].startswith("aorta: error: terminated (SIGTERM): ")
-    assert not [pid for pid in hooks if Path(f"/proc/{pid}").exists()], "the hook lives on"
+    assert not any(map(_running, hooks)), "the hook lives on"
+
+
+def test_kill_9_of_aorta_ends_the_hook_it_was_waiting_for(plugin_site, tmp_path: Path):
+    """The hook's process has a group of its own, which the payload's watchdog knows nothing
+    of: the kernel ends it with aorta (``PR_SET_PDEATHSIG``)."""
+    plugin_site.add("odd", ODD)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aorta_core", "sweep=repeat", "trials=1", "collector=odd",
+         "collector.odd.answer=sleeps", f"output={out}", "--", "true"],
+        cwd=tmp_path, env={**os.environ, **plugin_site.env, **ONLY_TEST_PLUGINS},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    hooks: list[int] = []
+    while not hooks and time.monotonic() < deadline:
+        if list(out.glob("cells/*/trial_000/stdout.log")):
+            hooks = _children_of(proc.pid)
+        time.sleep(0.05)
+    assert hooks, "the hook's process never started"
+    time.sleep(0.5)  # in the sleeping parse_metrics
+    proc.kill()
+    proc.wait()
+    while any(map(_running, hooks)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_running, hooks)), "the hook outlived aorta"
+
+
+def _running(pid: int) -> bool:
+    """``pid`` runs (a zombie has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _children_of(pid: int) -> list[int]:
