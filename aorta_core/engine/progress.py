@@ -37,7 +37,8 @@ def console() -> Console:
 
     screen = Console(file=_stderr[0] if _stderr else stream_of_ones_own(sys.stderr),
                      highlight=False, soft_wrap=True, emoji=False)
-    screen.width = clamped_width(screen.width)
+    if screen.width != clamped_width(screen.width):  # else it follows the terminal's size
+        screen.width = clamped_width(screen.width)
     return screen
 
 

@@ -148,9 +148,9 @@ def _artifact_paths(returned: object, folder: Path) -> list[str]:
         if returned is not None:
             warnings.warn(f"collect_artifacts returned {type(returned).__name__}, not a list; "
                           "listing the folder instead", stacklevel=1)
-        return sorted(str(p) for p in folder.rglob("*") if p.is_file())
+        return [str(p) for p in sorted(folder.rglob("*")) if p.is_file()]
     paths, odd = [], []
-    for item in list.copy(returned) if isinstance(returned, list) else tuple(returned):
+    for item in list(returned):
         try:
             path = os.fspath(item) if isinstance(item, str | os.PathLike) else None
         except Exception:  # a plugin's __fspath__ raised
