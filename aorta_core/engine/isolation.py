@@ -229,19 +229,19 @@ def _answer(fn: Callable[[], Any]) -> tuple:
     changes, (collector, hook))``."""
     _running[0] = (None, "a hook")
     state, limit = _ProcessState(), sys.getrecursionlimit()
-    value, failure, raised, message = None, None, None, ""
+    value, error = None, None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             value = fn()
         except BaseException as exc:  # a hook must never end the sweep
-            failure, message = _line(exc), _text(exc)
-            raised = next((k.__name__ for k in (SetupError, OptionError) if isinstance(exc, k)),
-                          "other")
-        finally:
-            sys.setrecursionlimit(limit)  # a hook may have lowered it
+            error = exc
+        sys.setrecursionlimit(limit)  # a hook may have lowered it
     notes = [_text(w.message) for w in caught]
-    return value, failure, raised, message, notes, state.restore(), _running[0]
+    if error is None:
+        return value, None, None, "", notes, state.restore(), _running[0]
+    raised = next((k.__name__ for k in (SetupError, OptionError) if isinstance(error, k)), "other")
+    return None, _line(error), raised, _text(error), notes, state.restore(), _running[0]
 
 
 def _line(exc: BaseException) -> str:
