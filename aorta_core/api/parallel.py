@@ -12,7 +12,10 @@ events), and a file that exhausts memory costs that file, never the caller:
 - a ``MemoryError`` (``ulimit -v``), any exception, or a worker killed outright (the kernel's
   OOM killer, a native abort) becomes that item's :attr:`Mapped.error`; the other items go on;
 - workers start with ``forkserver`` (``spawn`` where there is none), never ``fork``: the parent
-  may run threads (hook timeouts, polars), and forking those can deadlock;
+  may run threads (the console's, polars'), and forking those can deadlock; but in a process
+  forked from it (a collector hook's call, :mod:`aorta_core.engine.isolation`), which runs one
+  thread, workers fork from it: quick, and ended with it when the hook is killed (a server of
+  its own would cost each call an interpreter's start, and outlive it);
 - one item or one worker: the call runs in this process, with no start-up cost;
 - warnings ``fn`` emits in a worker are re-emitted here, so ``warnings.catch_warnings`` around
   the call (a collector hook's isolation) records them as if ``fn`` had run in-process;
@@ -21,8 +24,9 @@ events), and a file that exhausts memory costs that file, never the caller:
 - inside :func:`shared_workers` (a command that maps several times, e.g. every trial's
   traces), the calls share one pool: its workers start once, keep the modules ``fn`` imported,
   and end when the block does; outside it each call starts and ends its own. A block stopped
-  by Ctrl-C or SIGTERM ends the workers of every pool its calls used, also those a hook's
-  thread was starting, and that thread starts no worker after it.
+  by Ctrl-C or SIGTERM ends the workers of every pool its calls used, also those another
+  thread was starting, and that thread starts no worker after it. A forked process inherits
+  no pool, block or lock state (:func:`_forget_the_parents`).
 """
 
 from __future__ import annotations
@@ -167,6 +171,8 @@ def _context(fn: Callable[[Any], Any]) -> multiprocessing.context.BaseContext:
     fork from it with those imports done (a few ms instead of ~0.2 s each)."""
     import multiprocessing
 
+    if _forked:
+        return multiprocessing.get_context("fork")
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
@@ -243,6 +249,25 @@ _lock = threading.RLock()
 #: the process ended, one was removed but never struck off the resource tracker's list, which
 #: then warned of a leak (one run in 300).
 _kept_until_exit: list[Any] = []
+
+
+#: This process was forked from one that imported this module: its workers fork from it.
+_forked = False
+#: In a forked process: the parent's pools and block, kept and never used (freeing them here
+#: would run their finalizers, which unlink the parent's semaphores).
+_the_parents: list[Any] = []
+
+
+def _forget_the_parents() -> None:
+    """After a fork, in the child: no pool or block of the parent's carries over, and the lock
+    and held signals start free (another of the parent's threads may have held them)."""
+    global _forked, _shared, _block_pools, _stopped_threads, _lock, _held
+    _the_parents.append((_shared, _block_pools, _stopped_threads, _lock))
+    _forked, _shared, _block_pools, _held = True, _SHARED_OFF, set(), None
+    _stopped_threads, _lock = weakref.WeakSet(), threading.RLock()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents)
 
 
 @contextmanager

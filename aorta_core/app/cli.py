@@ -23,7 +23,15 @@ from aorta_core.api.parallel import prestart, shared_workers
 from aorta_core.app.plugin_commands import is_command_name
 from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
 from aorta_core.engine.argv import split_command
-from aorta_core.engine.progress import collector_warning, console, error_line, warning_line, wrote
+from aorta_core.engine.progress import (
+    bind_console,
+    clamped_width,
+    collector_warning,
+    console,
+    error_line,
+    warning_line,
+    wrote,
+)
 
 SUBCOMMANDS = ("plugins", "matrix", "parse", "report", "compare", "agree", "timeline",
                "diagnose")
@@ -107,7 +115,7 @@ def _render(out: TextIO, draw) -> None:
 
     screen = Console(file=out, highlight=False)
     text = io.StringIO()
-    draw(Console(file=text, highlight=False, width=screen.width,
+    draw(Console(file=text, highlight=False, width=clamped_width(screen.width),
                  color_system=screen.color_system, force_terminal=screen.is_terminal))
     out.write(text.getvalue())
 
@@ -124,7 +132,6 @@ def cmd_matrix(ns: argparse.Namespace) -> int:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
-    prestart()  # a collector's parse maps over the trial's files (torchprof's: in workers)
     registry = load_registry_or_exit(ns.collector)  # imports no other collector
     collector = registry.collectors.get(ns.collector)
     if collector is None:
@@ -534,7 +541,8 @@ def _without_help_word(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from aorta_core.app.process_setup import prepare
 
-    problem = prepare()
+    problem = prepare()  # it may start this process again: before anything else is set up
+    bind_console()
     if problem is not None:
         error_line(problem)
         return 2

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from aorta_core.api.contracts import Command
 from aorta_core.api.oneline import exception_line
-from aorta_core.engine.isolation import call_hook
+from aorta_core.engine.isolation import load_in_process
 from aorta_core.engine.progress import error_line, warning_line
 
 
@@ -26,13 +26,13 @@ def collector_commands(registry, reserved: frozenset[str]) -> dict[str, Collecto
     """Every loaded collector's commands by name, in collector name order (the first claim of a
     name wins); ``reserved``: the core's own command names."""
     found: dict[str, CollectorCommand] = {}
-    for name in sorted(registry.collectors):
-        outcome = call_hook(lambda n=name: registry.call(n, "aorta_commands"))
+    for name in sorted(registry.collectors):  # its commands run here: made here, tried first
+        outcome = load_in_process(lambda n=name: _commands(registry.call(n, "aorta_commands")))
         if outcome.failure is not None:
             warning_line(f"collector {name}: aorta_commands failed ({outcome.failure}); "
                          "its commands are left out")
             continue
-        for command, problem in _commands(outcome.value):
+        for command, problem, made in outcome.value:
             taken = found.get(command)
             problem = problem or (
                 f"'{command}' is one of aorta's own commands" if command in reserved else
@@ -40,23 +40,25 @@ def collector_commands(registry, reserved: frozenset[str]) -> dict[str, Collecto
             if problem:
                 warning_line(f"collector {name}: {problem}; that command is left out")
             else:
-                found[command] = CollectorCommand(name, outcome.value[command])
+                found[command] = CollectorCommand(name, made)
     return found
 
 
-def _commands(value: object) -> list[tuple[str, str | None]]:
-    """The names ``aorta_commands`` returned, each with why it cannot be used (or ``None``)."""
+def _commands(value: object) -> list[tuple[str, str | None, Command | None]]:
+    """The names ``aorta_commands`` returned, each with why it cannot be used (or ``None``) and
+    its command."""
     if value is None:
         return []
     if not isinstance(value, Mapping):
-        return [("?", f"aorta_commands returned {type(value).__name__}, not a dict of Command")]
+        return [("?", f"aorta_commands returned {type(value).__name__}, not a dict of Command",
+                 None)]
     checked = []
     for name, command in value.items():
         usable = is_command_name(name) and isinstance(command, Command) \
             and callable(command.main)
-        checked.append((str(name), None if usable else (
+        checked.append((str.__str__(str(name)), None if usable else (
             f"aorta_commands entry {str(name)[:40]!r} is not a command name (letters, digits, "
-            "'-') with a Command whose main is callable")))
+            "'-') with a Command whose main is callable"), command if usable else None))
     return checked
 
 

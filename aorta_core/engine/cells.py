@@ -147,8 +147,8 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
     options = typed_options(cfg, registry)
     claims = {}
     for name, opts in options.items():
-        outcome = call_hook(lambda n=name, o=opts: registry.call(
-            n, "check_options", options=o, selected=options), timeout_s)
+        outcome = call_hook(lambda n=name, o=opts: _check_options(registry, n, o, options),
+                            timeout_s)
         if isinstance(outcome.error, OptionError):  # a plugin's words, kept on one line
             raise ConfigError(_named(name, " ".join(str(outcome.error).split())))
         if outcome.failure is not None:
@@ -162,6 +162,12 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
     if refusal is not None:
         raise ConfigError(refusal)
     return options
+
+
+def _check_options(registry: Registry, name: str, options: Any, selected: Mapping[str, Any]
+                   ) -> None:
+    """In the hook's process: ``check_options``, whose answer (if any) is not used."""
+    registry.call(name, "check_options", options=options, selected=selected)
 
 
 def _named(collector: str, message: str) -> str:

@@ -9,7 +9,8 @@ from aorta_core.api.contracts import Claim
 
 
 def claims_of(returned: object) -> list[Claim]:
-    """A ``resource_claims`` result as a list, or ``TypeError`` naming what is wrong with it."""
+    """A ``resource_claims`` result as a list of plain claims (text, a bool: read here, in the
+    hook's process), or ``TypeError`` naming what is wrong with it."""
     if returned is None:
         return []
     if isinstance(returned, Claim) or not isinstance(returned, Iterable) \
@@ -21,7 +22,8 @@ def claims_of(returned: object) -> list[Claim]:
     if wrong is not None:
         raise TypeError(f"returned {type(wrong).__name__} {str(wrong)[:60]!r} among its claims "
                         "(each must be a Claim with a resource name)")
-    return claims
+    return [Claim(str.__str__(c.resource), bool(c.exclusive), str.__str__(str(c.why)))
+            for c in claims]
 
 
 def conflict(claims: Mapping[str, Iterable[Claim]]) -> str | None:

@@ -79,11 +79,16 @@ def _checked(collector: str, section: object) -> CollectorSection:
 
 
 def _text(value: object) -> str:
-    return str.__str__(value) if isinstance(value, str) else str(value)
+    return str.__str__(value if isinstance(value, str) else str(value))
 
 
 def _value(value: object) -> Any:
-    """Numbers and ``None`` stay (the renderers format them); anything else is its text."""
-    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
-        return value
+    """Numbers (plain: the renderers format them) and ``None`` stay; anything else is its
+    text."""
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)
     return _text(value)

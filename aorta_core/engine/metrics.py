@@ -9,6 +9,7 @@ escaped. Anything else is dropped with a note naming the metric: never an invent
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,10 +37,13 @@ def safe_text(text: str) -> str:
 
 
 def clean_value(value: Any) -> Any:
-    """The value as the contract allows it, or ``None`` to drop the metric."""
+    """The value as the contract allows it, or ``None`` to drop the metric. A plugin's subclass
+    of a number, text or list is read by the base type's own methods (its own may raise or lie)
+    and comes back as the plain type."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int):
+        value = int.__int__(value)
         if _INT64[0] <= value <= _INT64[1]:
             return value
         try:
@@ -47,11 +51,14 @@ def clean_value(value: Any) -> Any:
         except OverflowError:
             return None
     if isinstance(value, float):
+        value = float.__float__(value)
         return value if math.isfinite(value) else None
     if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return [safe_text(v) for v in value]
+        return safe_text(str.__str__(value))
+    if isinstance(value, list | tuple):
+        items = list(value)
+        if all(isinstance(v, str) for v in items):
+            return [safe_text(str.__str__(v)) for v in items]
     return None
 
 
@@ -78,41 +85,76 @@ class Notes:
 
 
 def clean_metrics(prefix: str, raw: Any, notes: Notes, source: str) -> dict[str, Any]:
-    """The metrics of ``raw`` whose keys start with ``prefix``, cleaned; the rest noted."""
+    """The metrics of ``raw`` whose keys start with ``prefix``, cleaned; the rest noted. A
+    mapping, key or value that raises when read costs that metric (or all, for the mapping)."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         notes.add(source, f"{source} metrics are a {type(raw).__name__}, not a dict; ignored")
         return {}
+    try:
+        items = list(raw.items())
+    except Exception as exc:
+        notes.add(source, f"{source} metrics cannot be read ({type(exc).__name__} raised while "
+                          "reading them); ignored")
+        return {}
     out = {}
-    for key, value in raw.items():
-        if not isinstance(key, str) or not key.startswith(prefix):
-            notes.add(source, f"metric {safe_text(str(key))!r} lacks the {prefix} prefix; dropped")
-            continue
-        if safe_text(key) != key:
-            notes.add(source, f"metric {safe_text(key)!r} is not valid text; dropped")
-            continue
-        clean = clean_value(value)
-        if clean is None:
-            shown = safe_text(repr(value))[:80]
-            notes.add(source, f"metric {key!r} has an unusable value {shown}; dropped")
-            continue
-        out[key] = clean
+    for key, value in items:
+        try:
+            problem, clean = _metric(prefix, key, value)
+        except Exception as exc:
+            problem = f"a metric cannot be read ({type(exc).__name__} raised while reading it)"
+        if problem is None:
+            out[str.__str__(key)] = clean
+        else:
+            notes.add(source, f"{problem}; dropped")
     return out
+
+
+def _metric(prefix: str, key: Any, value: Any) -> tuple[str | None, Any]:
+    """What is wrong with one metric (``None``: nothing), and its clean value."""
+    if not isinstance(key, str) or not str.startswith(key, prefix):
+        return f"metric {_shown(key, str)} lacks the {prefix} prefix", None
+    key = str.__str__(key)
+    if safe_text(key) != key:
+        return f"metric {safe_text(key)!r} is not valid text", None
+    clean = clean_value(value)
+    if clean is None:
+        return f"metric {key!r} has an unusable value {_shown(value, repr)}", None
+    return None, clean
+
+
+def _shown(value: Any, how: Any) -> str:
+    """``how(value)`` (``str`` or ``repr``) as it can be shown, at most 80 characters."""
+    try:
+        text = safe_text(str.__str__(how(value)))[:80]
+    except Exception as exc:
+        return f"of type {type(value).__name__} ({type(exc).__name__} raised showing it)"
+    return repr(text) if how is str else text
 
 
 def collector_metrics(registry, name: str, folder: Path, options: Any, notes: Notes
                       ) -> dict[str, Any]:
-    """``parse_metrics`` of one collector, isolated and cleaned as the contract says.
+    """``parse_metrics`` of one collector, isolated and cleaned as the contract says (in the
+    hook's process: what the plugin returned runs code when read).
 
     Shared by every trial and by ``aorta parse``, so both show the same metrics.
     """
-    raw = notes.call(
+    return notes.call(
         name, "parse_metrics",
-        lambda: registry.call(name, "parse_metrics", artifact_dir=folder, options=options),
-        None,
+        lambda: _cleaned(name, registry.call(name, "parse_metrics", artifact_dir=folder,
+                                             options=options)),
+        {},
     )
-    return clean_metrics(f"{name}_", raw, notes, name)
+
+
+def _cleaned(name: str, raw: Any) -> dict[str, Any]:
+    """In the hook's process: :func:`clean_metrics`, whose notes become warnings of the call."""
+    notes = Notes()
+    metrics = clean_metrics(f"{name}_", raw, notes, name)
+    for message in notes.by_collector.get(name, []):
+        warnings.warn(message, stacklevel=1)
+    return metrics
 
 
 def _decode_lenient(data: bytes) -> Any:

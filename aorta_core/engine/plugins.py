@@ -25,7 +25,7 @@ from importlib_metadata import EntryPoint, entry_points
 
 from aorta_core.api import hookspecs
 from aorta_core.api.contracts import CollectorInfo
-from aorta_core.engine.isolation import call_hook, naming
+from aorta_core.engine.isolation import load_in_process, naming
 
 ENTRY_POINT_GROUP = "aorta.collectors"
 
@@ -236,8 +236,10 @@ def load_registry(only: str | None = None) -> Registry:
         if skipped(ep.name):
             registry.statuses.append(PluginStatus(ep.name, dist, version, "disabled"))
             continue
-        # Isolated: an import that raises, exits or hangs costs only this collector.
-        outcome = call_hook(lambda e=ep, v=version: _register(registry, e, v, hydra=only is None))
+        # Tried in a child first: an import that raises, exits or hangs costs only this
+        # collector; then imported here, where the hooks' children find it.
+        outcome = load_in_process(
+            lambda e=ep, v=version: _register(registry, e, v, hydra=only is None))
         if outcome.failure is not None:
             if strict:
                 raise PluginLoadError(

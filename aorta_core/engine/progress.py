@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,13 +15,49 @@ if TYPE_CHECKING:  # rich loads with the first line printed: `aorta parse` print
 _STYLE = {"pass": "green", "fail": "red", "error": "magenta"}
 
 
+#: The widths a console takes from ``COLUMNS`` or the terminal: 0 would drop every line.
+_WIDTHS = (40, 1000)
+
+
+def clamped_width(width: int) -> int:
+    """``width`` within :data:`_WIDTHS`."""
+    return min(max(width, _WIDTHS[0]), _WIDTHS[1])
+
+
+#: Where aorta's lines go: set by :func:`bind_console` (empty: ``sys.stderr`` at the first line).
+_stderr: list[Any] = []
+
+
 @functools.cache
 def console() -> Console:
-    """stderr; text from paths, names and messages is passed through ``escape`` (or as ``Text``),
-    and emoji codes are off, so that ``[/x]`` or ``:fire:`` in a path prints as itself."""
+    """stderr, as :func:`bind_console` found it; text from paths, names and messages is passed
+    through ``escape`` (or as ``Text``), and emoji codes are off, so that ``[/x]`` or ``:fire:``
+    in a path prints as itself."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    screen = Console(file=_stderr[0] if _stderr else stream_of_ones_own(sys.stderr),
+                     highlight=False, soft_wrap=True, emoji=False)
+    if screen.width != clamped_width(screen.width):  # else it follows the terminal's size
+        screen.width = clamped_width(screen.width)
+    return screen
+
+
+def bind_console() -> None:
+    """aorta's lines go to the stderr of this moment (``aorta``'s start) from now on, through a
+    stream of their own: a plugin that later replaces or closes ``sys.stderr`` cannot silence
+    them. Rich is imported only with the first line."""
+    console.cache_clear()
+    _stderr[:] = [stream_of_ones_own(sys.stderr)]
+
+
+def stream_of_ones_own(stream: Any) -> Any:
+    """A new text stream on ``stream``'s fd, line-buffered, which closing or replacing
+    ``stream`` leaves open; ``stream`` itself where it has no fd (``None``, a test's)."""
+    try:
+        return open(stream.fileno(), "w", encoding=stream.encoding,
+                    errors=stream.errors, closefd=False, buffering=1)
+    except (AttributeError, ValueError, OSError):
+        return stream
 
 
 def escape(text: str) -> str:

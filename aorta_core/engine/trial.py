@@ -12,6 +12,7 @@ import dataclasses
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,8 +80,8 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
           launch: Launch) -> tuple[Launch, str | None]:
     """Each collector wraps the launch, innermost first; the first failure is a setup error."""
     for name in reversed(order):  # so the first in ``order`` ends outermost
-        outcome = call_hook(lambda n=name, la=launch: registry.call(
-            n, "wrap_argv", launch=la, options=cell.collectors[n], artifact_dir=folders[n]),
+        outcome = call_hook(lambda n=name, la=launch: _plain_launch(registry.call(
+            n, "wrap_argv", launch=la, options=cell.collectors[n], artifact_dir=folders[n])),
             cell.hook_timeout_s)
         if isinstance(outcome.error, SetupError):
             return launch, named_once(
@@ -88,13 +89,23 @@ def _wrap(registry: Registry, cell: Cell, order: list[str], folders: dict[str, P
         if outcome.failure is not None:
             what = "wrap_argv " if outcome.error is None else ""  # a timeout names the hook
             return launch, f"{name}: {what}{outcome.failure}"
-        if not isinstance(outcome.value, Launch):
-            got = type(outcome.value).__name__
-            return launch, f"{name}: wrap_argv returned {got}, not a Launch"
-        if (problem := launch_problem(outcome.value)) is not None:
-            return launch, f"{name}: wrap_argv returned an invalid launch: {problem}"
+        if isinstance(outcome.value, str):
+            return launch, f"{name}: wrap_argv returned {outcome.value}"
         launch = outcome.value
     return launch, None
+
+
+def _plain_launch(value: object) -> Launch | str:
+    """In the hook's process: what ``wrap_argv`` returned as a ``Launch`` of plain ``str``,
+    ``tuple``, ``dict`` and ``Path`` (a plugin's subclass runs code when read), or what is
+    wrong with it."""
+    if not isinstance(value, Launch):
+        return f"{type(value).__name__}, not a Launch"
+    if (problem := launch_problem(value)) is not None:
+        return f"an invalid launch: {problem}"
+    return Launch(argv=tuple(map(str.__str__, value.argv)),
+                  env={str.__str__(k): str.__str__(v) for k, v in value.env.items()},
+                  cwd=Path(str.__str__(os.fspath(value.cwd))))
 
 
 def probe_attach(cell: Cell, registry: Registry) -> str | None:
@@ -114,20 +125,15 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
     records, metrics = {}, {}
     for name, folder in folders.items():
         options = cell.collectors[name]
-        artifacts: Any = []
+        artifacts: list[str] = []
         if run is not None and (folder.is_symlink() or not folder.is_dir()):
             notes.add(name, f"the payload replaced its artifact folder {folder} with "
                             f"{make_real(folder)}; nothing was read through it")
         if run is not None:
             artifacts = notes.call(name, "collect_artifacts", lambda n=name, o=options, f=folder:
-                                   registry.call(n, "collect_artifacts", artifact_dir=f,
-                                                 options=o, run=run), [])
-            if not isinstance(artifacts, (list, tuple)):
-                if artifacts is not None:
-                    notes.add(name, f"collect_artifacts returned {type(artifacts).__name__}, "
-                                    "not a list; listing the folder instead")
-                artifacts = [p for p in files_under(folder, note=lambda t, n=name:
-                                                    notes.add(n, t)) if p.is_file()]
+                                   _artifact_paths(registry.call(
+                                       n, "collect_artifacts", artifact_dir=f, options=o,
+                                       run=run), f), [])
             metrics.update(collector_metrics(registry, name, folder, options, notes))
         metrics[f"{name}_artifact_dir"] = safe_text(str(folder))
         records[name] = CollectorRecord(
@@ -136,6 +142,33 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
             artifacts=[safe_text(_relative(Path(a), trial_dir)) for a in artifacts],
         )
     return records, metrics
+
+
+def _artifact_paths(returned: object, folder: Path) -> list[str]:
+    """In the hook's process: the paths ``collect_artifacts`` returned, as text; every file in
+    ``folder`` when it returned none or no list. What is not a path is left out, each oddity
+    noted as a warning of the call."""
+    if not isinstance(returned, list | tuple):
+        if returned is not None:
+            warnings.warn(f"collect_artifacts returned {type(returned).__name__}, not a list; "
+                          "listing the folder instead", stacklevel=1)
+        return [str(p) for p in files_under(folder) if p.is_file()]
+    paths, odd = [], []
+    for item in list(returned):
+        try:
+            path = os.fspath(item) if isinstance(item, str | os.PathLike) else None
+        except Exception:  # a plugin's __fspath__ raised
+            odd.append(f"{type(item).__name__} whose path cannot be read")
+            continue
+        if isinstance(path, str):
+            paths.append(str.__str__(path))
+        else:
+            odd.append(type(item).__name__ if path is None else f"a path of {type(path).__name__}")
+    if odd:
+        warnings.warn(f"collect_artifacts returned {len(odd)} item(s) that are not paths "
+                      f"({', '.join(sorted(set(odd))[:5])}; a path is str or os.PathLike); "
+                      "left out of the record", stacklevel=1)
+    return paths
 
 
 def _relative(path: Path, base: Path) -> str:

@@ -12,7 +12,6 @@ costs one warning and its lanes, never the timeline.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -266,23 +265,32 @@ def _ask(registry: Any, name: str, folder: Path, values: Mapping[str, Any], tria
         warn(named_once(name, f"its recorded options do not fit its options now "
                               f"({exception_line(exc)}), so {_LEFT_OUT}"))
         return []
-    outcome = call_hook(lambda: registry.call(name, "timeline_sources", artifact_dir=folder,
-                                              options=options), hook_timeout_s)
+    outcome = call_hook(lambda: _answer(registry.call(
+        name, "timeline_sources", artifact_dir=folder, options=options), folder, trial),
+        hook_timeout_s)
     for message in outcome.warnings:
         warn(named_once(name, message))
     if outcome.failure is not None:
         warn(named_once(name, f"timeline_sources failed: {outcome.failure}; {_LEFT_OUT}"))
         return []
-    try:
-        return checked(outcome.value, folder, trial)
-    except ValueError as exc:
-        warn(named_once(name, f"timeline_sources returned {exc}; {_LEFT_OUT}"))
+    if isinstance(outcome.value, str):
+        warn(named_once(name, f"timeline_sources returned {outcome.value}; {_LEFT_OUT}"))
         return []
+    return outcome.value
+
+
+def _answer(value: Any, folder: Path, trial: Path) -> list[TimelineSource] | str:
+    """In the hook's process: :func:`checked`, or what is wrong with the answer."""
+    try:
+        return checked(value, folder, trial)
+    except ValueError as exc:
+        return str(exc)
 
 
 def checked(value: Any, folder: Path, trial: Path) -> list[TimelineSource]:
-    """The sources of a ``timeline_sources`` answer, paths made absolute; ``ValueError`` naming
-    the first thing wrong (``None``: the collector does not implement the hook)."""
+    """The sources of a ``timeline_sources`` answer, paths made absolute and every field its
+    plain type; ``ValueError`` naming the first thing wrong (``None``: the collector does not
+    implement the hook)."""
     if value is None:
         return []
     if not isinstance(value, list | tuple):
@@ -295,7 +303,10 @@ def checked(value: Any, folder: Path, trial: Path) -> list[TimelineSource]:
         path = Path(os.path.normpath(folder / item.path))
         if not path.is_relative_to(trial):
             raise ValueError(f"{str(item.path)!r}, outside the trial's folder {trial}")
-        out.append(dataclasses.replace(item, path=path))
+        out.append(TimelineSource(
+            path=path, clock=str.__str__(item.clock), span=str.__str__(item.span),
+            rank=None if item.rank is None else int.__int__(item.rank),
+            error_bound_ms=float(item.error_bound_ms), thread_name=str.__str__(item.thread_name)))
     return out
 
 
