@@ -17,7 +17,7 @@ import time
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from cli_helpers import records, run_aorta
+from cli_helpers import GOOD_COLLECTOR, records, run_aorta
 
 #: Keep every collector installed in this environment out of these tests' way.
 ONLY_TEST_PLUGINS = {"AORTA_DISABLE_PLUGINS": ",".join(
@@ -458,3 +458,29 @@ def test_columns_0_drops_no_line_of_aorta(tmp_path: Path):
         "aorta: error: colector is not a setting; did you mean `collector`?"]
     listed = run_aorta(["plugins"], cwd=tmp_path, env={"COLUMNS": "0"})
     assert listed.returncode == 0 and "aorta collectors" in listed.stdout, listed.stderr
+
+
+POLARS_SECTION = '''
+@hookimpl
+def report_sections(matrix, output_dir):
+    import polars as pl
+    from aorta_core.api import ReportSection
+    frame = pl.DataFrame({"cell": [c["cell"] for c in matrix["cells"]] * 1000,
+                          "n": list(range(1000 * len(matrix["cells"])))})
+    total = frame.group_by("cell").agg(pl.col("n").sum())
+    return [ReportSection(title="polars total", text=f"{total.height} cell(s) summed")]
+'''
+
+
+def test_a_report_section_that_queries_with_polars_is_not_stuck_after_the_matrix(
+        tmp_path: Path, plugin_site):
+    """The matrix's polars queries start polars' thread pool in aorta's process; a forked child
+    would have none of its threads. The section is written, well before ``hook_timeout``."""
+    plugin_site.add("tally", GOOD_COLLECTOR.format(name="tally", order=50) + POLARS_SECTION)
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=1", f"output={out}", "collector=tally",
+                      "hook_timeout=60", "--", "true"], cwd=tmp_path, env=plugin_site.env,
+                     timeout=100)
+    assert done.returncode == 0, done.stderr
+    assert "did not return" not in done.stderr
+    assert "1 cell(s) summed" in (out / "perf.md").read_text()

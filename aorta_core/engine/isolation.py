@@ -24,8 +24,11 @@ through Rich), records warnings instead of showing them, drops its inherited poo
 (:mod:`aorta_core.api.parallel`), and never collects the garbage it inherits (``gc.freeze``: a
 finalizer of aorta's, a temporary folder's, must not run twice). Python 3.12+ warns of every
 fork of a multi-threaded process (``DeprecationWarning``); it is silenced for this fork alone.
-A library whose own threads ran in aorta before the call cannot run in the child (polars after
-aorta's queries: the matrix, before ``report_sections``); such a hook waits until its timeout.
+A library whose own threads ran in aorta before the call cannot run in a child (polars after
+aorta's queries: the matrix, before ``report_sections``). Once polars' pool runs here, a call
+runs in a thread of aorta's process instead, as hooks did before they ran apart: its answer is
+made plain the same way and its changes to the process undone, but a hook that does not return
+in time is abandoned, not killed (:func:`_threads_no_child_has`).
 
 What must live in aorta's process (a plugin's import and the objects that describe it, the
 commands it adds) goes through :func:`load_in_process`: tried in a child first, then run here.
@@ -39,9 +42,11 @@ import gc
 import io
 import os
 import pickle
+import re
 import select
 import signal
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -98,7 +103,10 @@ def naming(collector: str, hook: str) -> None:
 
 def call_hook(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S
               ) -> HookOutcome:
-    """Run ``fn()`` in a child process; whatever happens, return a :class:`HookOutcome`."""
+    """Run ``fn()`` in a child process (in a thread here once polars' threads run here:
+    :func:`_threads_no_child_has`); whatever happens, return a :class:`HookOutcome`."""
+    if _threads_no_child_has():
+        return _outcome(_in_a_thread(fn, timeout_s))
     try:
         answer = _run_apart(fn, timeout_s)
     except Exception as exc:  # aorta's side of the call: a fork refused (EAGAIN), ...
@@ -128,6 +136,43 @@ def load_in_process(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOO
     finally:
         state.restore()
         sys.stdout, sys.stderr = streams
+
+
+#: The threads of polars' pool, started by its first query in this process.
+_POLARS_POOL = re.compile(r"polars-\d+")
+
+
+def _threads_no_child_has() -> bool:
+    """Whether polars' thread pool runs in this process (aorta's matrix queries at the end of a
+    sweep start it): a forked child has none of its threads, and a hook's polars query there
+    would wait for ever. Told by the threads' names (``polars-<n>``) in ``/proc``."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8") as fh:
+                if _POLARS_POOL.fullmatch(fh.read().strip()):
+                    return True
+        except OSError:  # the thread ended meanwhile
+            continue
+    return False
+
+
+def _in_a_thread(fn: Callable[[], Any], timeout_s: float | None) -> bytes | str:
+    """``fn``'s answer as a child sends it, computed in a daemon thread of this process: a hook
+    that does not return in time is abandoned (it keeps its thread until aorta ends), not
+    killed. Only for calls made once polars' threads run here (the end of a sweep's
+    ``report_sections``): a child process could not run polars."""
+    box: list[bytes] = []
+    thread = threading.Thread(target=lambda: box.append(_packed(_answer(fn))), daemon=True,
+                              name="aorta-hook")
+    thread.start()
+    thread.join(timeout_s)
+    if not box:
+        return f"did not return within {timeout_s:g} s (hook_timeout)"
+    return box[0]
 
 
 def _left_there(value: object) -> None:
@@ -260,14 +305,19 @@ def _text(obj: object) -> str:
         return f"a {type(obj).__name__} that cannot be shown ({type(exc).__name__})"
 
 
-def _send(fd: int, answer: tuple) -> None:
-    """The answer, its length first; a value that cannot be pickled is the hook's failure."""
+def _packed(answer: tuple) -> bytes:
+    """The answer pickled, its length first; a value that cannot be pickled is the hook's
+    failure."""
     try:
         data = _DUMPS(answer, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         unsent = f"returned what cannot be sent back to aorta ({_line(exc)})"
         data = _DUMPS((None, unsent, "other", unsent, *answer[4:]))
-    view = memoryview(len(data).to_bytes(_LENGTH_BYTES, "big") + data)
+    return len(data).to_bytes(_LENGTH_BYTES, "big") + data
+
+
+def _send(fd: int, answer: tuple) -> None:
+    view = memoryview(_packed(answer))
     while view:
         view = view[_WRITE(fd, view):]
 
