@@ -22,6 +22,7 @@ from typing import TextIO
 from aorta_core.api.parallel import prestart, shared_workers
 from aorta_core.app.plugin_commands import is_command_name
 from aorta_core.app.sweep_command import load_registry_or_exit, run_sweep
+from aorta_core.app.usage import OneLineParser, UsageError
 from aorta_core.engine.argv import split_command
 from aorta_core.engine.progress import (
     bind_console,
@@ -492,7 +493,7 @@ def _add_report_parsers(sub) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     """The tools' parser (numpy-free: the tool being run imports what it needs)."""
-    parser = argparse.ArgumentParser(prog="aorta", description=__doc__)
+    parser = OneLineParser(prog="aorta", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = _add_tool(sub, "plugins", "list installed collectors")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -559,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:  # None: started with stdout closed (`>&-`)
             out.flush()  # a closed pipe shows here, not in Python's flush at exit (status 120)
         return status
+    except UsageError as exc:  # a tool's argument it cannot take
+        error_line(str(exc))
+        return 2
     except BrokenPipeError:  # `aorta plugins | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())  # no 2nd error at exit
         return 128 + signal.SIGPIPE

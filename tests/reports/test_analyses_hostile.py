@@ -365,7 +365,8 @@ def test_a_selection_of_1e11_steps_is_one_run_and_a_window_must_be_finite(tmp_pa
                  ["--steps", "1-" + "9" * 5000], ["--ranks", "nan"]):
         done, _ = _run("timeline", str(trial), "--output", "bad.json", *args, cwd=tmp_path)
         assert done.returncode == 2, (args, done.stderr)
-        (line,) = [ln for ln in done.stderr.splitlines() if "error" in ln]
-        assert line.startswith(f"aorta timeline: error: argument {args[0].split('=')[0]}: "), line
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"aorta: error: aorta timeline: argument "
+                               f"{args[0].split('=')[0]}: "), line
         assert "Traceback" not in done.stderr
         assert not (tmp_path / "bad.json").exists()

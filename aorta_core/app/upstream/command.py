@@ -16,12 +16,12 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from aorta_core.app.driver import EXIT_USAGE
 from aorta_core.app.upstream.collect import collector_overrides
 from aorta_core.app.upstream.mitigations import BUILTIN
 from aorta_core.app.upstream.recipe import SEGMENT, ProbeRecipe, RecipeError, load, refusals
+from aorta_core.app.usage import OneLineParser, UsageError
 from aorta_core.engine.argv import split_command
 from aorta_core.engine.progress import error_line
 
@@ -44,15 +44,6 @@ _REFUSED_FLAGS = {
 }
 
 
-class UsageError(ValueError):
-    """The command line cannot run; the message is the one line to show."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
-
-
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
@@ -66,9 +57,9 @@ _RUN = ("run an upstream ROCm/aorta probe recipe on aorta's engine: each cell of
 _LIST = "the names a recipe's mitigation_axis and diagnostic_axis take, each with its variables"
 
 
-def _verbs() -> _Parser:
+def _verbs() -> OneLineParser:
     """``aorta sweep``'s verbs (``run`` reads its own arguments: :func:`_parser`)."""
-    p = _Parser(prog="aorta sweep", description="upstream ROCm/aorta's probe recipes, run on "
+    p = OneLineParser(prog="aorta sweep", description="upstream ROCm/aorta's probe recipes, run on "
                 "aorta's engine (docs/profiling.md section 0)")
     verbs = p.add_subparsers(dest="verb", metavar="<verb>", required=True)
     verbs.add_parser("run", help="run a probe recipe: aorta sweep run --recipe R.yaml -- "
@@ -77,8 +68,8 @@ def _verbs() -> _Parser:
     return p
 
 
-def _parser() -> _Parser:
-    p = _Parser(prog="aorta sweep run", description=_RUN,
+def _parser() -> OneLineParser:
+    p = OneLineParser(prog="aorta sweep run", description=_RUN,
                 epilog="Keys, refusals and examples: docs/profiling.md section 0.")
     p.add_argument("--recipe", required=True, type=Path,
                    help="upstream probe recipe (.yaml, or .json)")
