@@ -109,6 +109,8 @@ def _summary_values(cell: dict) -> list[str]:
 
 #: Cells whose diagnosis the end summary shows; perf.md's Diagnosis section has every trial.
 MAX_DIAGNOSED_CELLS = 8
+#: Up to this many diagnosed cells, each one's top finding is quoted below its line.
+FINDINGS_UP_TO = 3
 
 
 def _straggler_digest(diagnoses: list[Mapping[str, Any]]) -> str:
@@ -133,10 +135,11 @@ def _step_ms(diagnoses: list[Mapping[str, Any]]) -> str:
 
 
 def print_diagnoses(output: Path, cells: list[dict[str, Any]], out: Console) -> None:
-    """Per cell that has trials with a diagnosis.json (``diagnose=true``): its step time, its
-    stragglers and the first finding of its first trial that has one, for at most
-    :data:`MAX_DIAGNOSED_CELLS` cells. A file the matrix step could not use is left out
-    silently: that step warned of it."""
+    """Per cell that has trials with a diagnosis.json (``diagnose=true``): one line of its step
+    time and stragglers, for at most :data:`MAX_DIAGNOSED_CELLS` cells, and below it the top
+    finding of its first trial that has one where at most :data:`FINDINGS_UP_TO` cells were
+    diagnosed. A file the matrix step could not use is left out silently: that step warned
+    of it."""
     by_cell: dict[str, list[Mapping[str, Any]]] = {}
     for cell, _, diagnosis in read_diagnoses({"output": str(output), "cells": cells},
                                              lambda line: None):
@@ -152,7 +155,7 @@ def print_diagnoses(output: Path, cells: list[dict[str, Any]], out: Console) -> 
         except (KeyError, TypeError, AttributeError, ValueError, statistics.StatisticsError):
             line, finding = "its diagnosis.json is not of the expected shape", None
         out.print(Text(f"  {names[cell]}: {line}"))
-        if finding is not None:
+        if finding is not None and len(by_cell) <= FINDINGS_UP_TO:
             out.print(Text(f"    {' '.join(str(finding).split())}", style="dim"))
     if len(by_cell) > MAX_DIAGNOSED_CELLS:
         out.print(Text(f"  … {len(by_cell) - MAX_DIAGNOSED_CELLS} more cell(s): perf.md's "
