@@ -104,16 +104,20 @@ def _records(folder: Path, cell: str) -> Iterator[tuple[str, TrialRecord]]:
             continue
 
 
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _log(folder: Path, trial: str, record: TrialRecord) -> str:
     """The trial's stderr log when it is a plain file beside its record, else the record."""
     name = record.stderr or ""
-    if "/" not in name and name not in ("", ".", ".."):
-        try:
-            if stat.S_ISREG(os.lstat(folder / trial / name).st_mode):
-                return f"cells/{folder.name}/{trial}/{name}"
-        except OSError:
-            pass
-    return f"cells/{folder.name}/{trial}/{RECORD_NAME}"
+    plain = "/" not in name and name not in ("", ".", "..")
+    return f"cells/{folder.name}/{trial}/" + (
+        name if plain and _regular(folder / trial / name) else RECORD_NAME)
 
 
 class _Reasons:
@@ -153,8 +157,8 @@ def what_went_wrong(output: Path, matrix: Mapping[str, Any]) -> WhatWentWrong | 
         if cell.get("error"):
             refused += 1
             folder = _cell_folder(output, cell)
-            reasons.add(one_line(cell["error"]), cell,
-                        log=f"{cell['dir']}/{CELL_FILE}" if folder else None)
+            reasons.add(one_line(cell["error"]), cell, log=f"cells/{folder.name}/{CELL_FILE}"
+                        if folder and _regular(folder / CELL_FILE) else None)
             continue
         planned = _int(cell.get("planned_trials"))
         if planned > total:

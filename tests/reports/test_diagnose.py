@@ -480,6 +480,21 @@ def test_a_failed_trial_without_traces_says_it_failed_and_why(tmp_path):
         "ranges to diagnose; fix its failure, then run it again"]
 
 
+def test_a_diagnose_sweep_of_a_failing_payload_names_the_failure_once(tmp_path):
+    """With diagnose=true the trial's own line says it failed and why; the diagnosis adds only
+    that it left nothing to diagnose, not how to profile a run."""
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "diagnose=true", "--",
+                 sys.executable, "-c", "raise SystemExit('boom')", cwd=tmp_path, env=_env())
+    assert done.returncode == 1
+    (trial,) = out.glob("cells/*/trial_000")
+    said, trial_line = [ln for ln in done.stderr.splitlines() if "Kineto" in ln or "boom" in ln]
+    assert said == (f"aorta: warning: {trial}: the failed trial left no Kineto trace with "
+                    "ProfilerStep#N ranges to diagnose; fix its failure, then run it again")
+    assert trial_line.startswith("  default trial 1/1 fail ")
+    assert trial_line.endswith(" s  exit code 1: boom")
+
+
 #: examples/diagnose/train_profiled.py's loop, then a failure after its profiled steps.
 FAILS_AFTER_PROFILING = f"""
 import sys

@@ -111,3 +111,26 @@ def test_cells_that_share_a_reason_share_a_row(tmp_path):
                        "could not run. There is nothing to compare; why, with the file to read:")
     assert lead[4].startswith(f"- `{refused[0]['cell']}`, `{refused[1]['cell']}`: ")
     assert "Cells that could not run" not in (out / "perf.md").read_text()  # said once, first
+
+
+def test_many_reasons_and_cells_are_counted_past_what_is_listed(tmp_path):
+    """27 cells: the first six fail alike (one row naming five and counting the sixth), the
+    others each in their own words (21 more reasons: twenty rows in all, two counted)."""
+    fails = ("import os, sys; x = int(os.environ['X']); "
+             "sys.exit('same' if x <= 6 else f'bad {x}')")
+    out = _sweep(tmp_path, "trials=1", "+env.X=" + ",".join(map(str, range(1, 28))), "--",
+                 sys.executable, "-c", fails)
+    rows = _failure_rows(out)
+    assert len(rows) == 20
+    assert rows[0][:3] == ["env.X=1, env.X=2, env.X=3, env.X=4, env.X=5 and 1 more",
+                           "6 fail of 6 trials", "exit code 1: same"]
+    assert len({row[2] for row in rows}) == 20
+    page = read_page(out / "report.html")
+    assert ("failures", "2 more reason(s): each trial's record.json has its own (the Trials "
+            "table below links them).") in page.paragraphs
+    lead = _perf_lead(out)
+    assert lead[4].startswith("- `env.X=1`, `env.X=2`, `env.X=3`, `env.X=4`, `env.X=5` and 1 "
+                              "more: exit code 1: same (6 fail of 6 trials; see ")
+    bullets = [line for line in lead if line.startswith("- ")]
+    assert len(bullets) == 21 and bullets[-1] == ("- 2 more reason(s): each trial's record.json "
+                                                  "has its own")

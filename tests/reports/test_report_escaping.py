@@ -228,3 +228,21 @@ def test_what_went_wrong_is_text_in_both_reports(hostile_failure):
     (bullet,) = [line for line in perf.splitlines() if line.startswith("- ")]
     assert "&lt;img src=x onerror=document.title=1337&gt;" in bullet
     assert "etc/passwd" not in bullet and bullet.endswith("trial_000/record.json`)")
+
+
+def test_what_went_wrong_reads_no_records_from_outside_the_output(hostile_failure):
+    """matrix.json edited so that the failed cell's folder leads out of the output: its
+    records are not read (the trial is counted as not read), nothing links out."""
+    matrix_path = hostile_failure / "matrix.json"
+    kept = matrix_path.read_text()
+    try:
+        matrix = json.loads(kept)
+        matrix["cells"][0]["dir"] = "cells/../../" + hostile_failure.name
+        matrix_path.write_text(json.dumps(matrix))
+        page, _ = _report(hostile_failure)
+        failures = page.split("<section id=failures>", 1)[1].split("</section>", 1)[0]
+        assert "<a " not in failures
+        assert ("1 failed trial(s) not read for their reason: each trial&#x27;s record.json "
+                "has it (the Trials table below links them).") in failures
+    finally:
+        matrix_path.write_text(kept)
