@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from aorta_core.engine.diagnosis_section import NAME_WIDTH, read_diagnoses
 from aorta_core.engine.matrix import MatrixResult, build, incomplete, is_agreement
-from aorta_core.engine.progress import auto_text, console, warning_line, wrote
+from aorta_core.engine.progress import auto_text, console, short_names, warning_line, wrote
 from aorta_core.engine.records import read_json
 from aorta_core.engine.tables import orient
 
@@ -35,7 +38,7 @@ def finish(output: Path) -> MatrixResult:
         result.paths.append(report)
     if agreement is not None:
         print_agreement(agreement, console())
-    print_summary(result)
+    print_summary(result, output)
     return result
 
 
@@ -104,11 +107,66 @@ def _summary_values(cell: dict) -> list[str]:
             else f"{wall:.2f}" if wall is not None else "not measured"]
 
 
-def print_summary(result: MatrixResult) -> None:
+#: Cells whose diagnosis the end summary shows; perf.md's Diagnosis section has every trial.
+MAX_DIAGNOSED_CELLS = 8
+#: Up to this many diagnosed cells, each one's top finding is quoted below its line.
+FINDINGS_UP_TO = 3
+
+
+def _straggler_digest(diagnoses: list[Mapping[str, Any]]) -> str:
+    """``straggler rank 1 (compute, +98.3 ms/step) in 2/2 trials``, one per rank and cause
+    (the median of its ms/step over those trials), or ``no straggler``."""
+    found: dict[tuple[Any, Any], list[float]] = {}
+    for diagnosis in diagnoses:
+        for s in diagnosis.get("stragglers") or []:
+            found.setdefault((s["rank"], s["category"]), []).append(
+                float(s["excess_ms_per_step"]))
+    return "; ".join(
+        f"straggler rank {rank} ({category}, +{statistics.median(ms):.1f} ms/step) in "
+        f"{len(ms)}/{len(diagnoses)} trial(s)"
+        for (rank, category), ms in found.items()) or "no straggler"
+
+
+def _step_ms(diagnoses: list[Mapping[str, Any]]) -> str:
+    """The median over trials of each trial's median over ranks of their mean step."""
+    steps = [statistics.median(r["mean"]["step_ms"] for r in d["ranks"].values())
+             for d in diagnoses if d.get("ranks")]
+    return f"step {statistics.median(steps):.4g} ms" if steps else "no step in common"
+
+
+def print_diagnoses(output: Path, cells: list[dict[str, Any]], out: Console) -> None:
+    """Per cell that has trials with a diagnosis.json (``diagnose=true``): one line of its step
+    time and stragglers, for at most :data:`MAX_DIAGNOSED_CELLS` cells, and below it the top
+    finding of its first trial that has one where at most :data:`FINDINGS_UP_TO` cells were
+    diagnosed. A file the matrix step could not use is left out silently: that step warned
+    of it."""
+    by_cell: dict[str, list[Mapping[str, Any]]] = {}
+    for cell, _, diagnosis in read_diagnoses({"output": str(output), "cells": cells},
+                                             lambda line: None):
+        by_cell.setdefault(cell, []).append(diagnosis)
+    if not by_cell:
+        return
+    out.print("[bold]diagnosis[/] [dim](each trial's diagnosis.json; docs/diagnose.md)[/]")
+    names = dict(zip(by_cell, short_names(list(by_cell), NAME_WIDTH), strict=True))
+    for cell, diagnoses in list(by_cell.items())[:MAX_DIAGNOSED_CELLS]:
+        try:
+            line = f"{_step_ms(diagnoses)}; {_straggler_digest(diagnoses)}"
+            finding = next((f["text"] for d in diagnoses for f in d.get("findings") or []), None)
+        except (KeyError, TypeError, AttributeError, ValueError, statistics.StatisticsError):
+            line, finding = "its diagnosis.json is not of the expected shape", None
+        out.print(Text(f"  {names[cell]}: {line}"))
+        if finding is not None and len(by_cell) <= FINDINGS_UP_TO:
+            out.print(Text(f"    {' '.join(str(finding).split())}", style="dim"))
+    if len(by_cell) > MAX_DIAGNOSED_CELLS:
+        out.print(Text(f"  … {len(by_cell) - MAX_DIAGNOSED_CELLS} more cell(s): perf.md's "
+                       "Diagnosis section has every trial", style="dim"))
+
+
+def print_summary(result: MatrixResult, output: Path) -> None:
     """The verdicts per cell: cells as rows, or as columns where that is narrower (a sweep of
     two or three cells); each cell named by what tells it from the others where the full names
     do not fit the console (a CI log, a pipe: 80 columns), and a name that still does not fit
-    wraps, never cut."""
+    wraps, never cut. Then the trials' diagnoses (:func:`print_diagnoses`)."""
     out = console()
     layout = orient([c["cell"] for c in result.cells], _FIELDS,
                     [_summary_values(c) for c in result.cells], out.width, field_corner="")
@@ -129,5 +187,6 @@ def print_summary(result: MatrixResult) -> None:
     bad = [c["cell"] for c in result.cells if incomplete(c)]
     if bad:
         out.print(f"[red]cells with failed or unrun trials:[/] {escape(', '.join(bad))}")
+    print_diagnoses(output, result.cells, out)
     for path in result.paths:
         wrote(path)

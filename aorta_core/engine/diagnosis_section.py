@@ -8,7 +8,7 @@ engine's perf.md can show them without importing the reports layer.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +46,10 @@ def _row(cell: str, trial: str, found: Mapping[str, Any]) -> list[Any]:
             straggler]
 
 
-def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
-    """The section (a list of zero or one), for perf.md and report.html; empty when no trial of
-    the sweep has a diagnosis."""
+def read_diagnoses(matrix: Mapping[str, Any], warn: Callable[[str], None] = warning_line
+                   ) -> list[tuple[str, Path, Mapping[str, Any]]]:
+    """(cell, path, diagnosis) of each trial's diagnosis.json, in the matrix's order; one that
+    cannot be read is left out with a ``warn`` line."""
     output = Path(str(matrix.get("output", ".")))
     found: list[tuple[str, Path, Mapping[str, Any]]] = []
     for cell in matrix.get("cells", ()):
@@ -60,7 +61,14 @@ def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
                 found.append((str(cell["cell"]), path,
                               msgspec.json.decode(read_limited(path, output))))
             except (OSError, FileRefused, msgspec.DecodeError, KeyError) as exc:
-                warning_line(f"{path}: left out of the diagnosis section ({exc})")
+                warn(f"{path}: left out of the diagnosis section ({exc})")
+    return found
+
+
+def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
+    """The section (a list of zero or one), for perf.md and report.html; empty when no trial of
+    the sweep has a diagnosis."""
+    found = read_diagnoses(matrix)
     # the cells named as in the main table: what tells them apart (full names in matrix.json)
     cells = list(dict.fromkeys(f[0] for f in found))
     names = dict(zip(cells, short_names(cells, NAME_WIDTH), strict=True))

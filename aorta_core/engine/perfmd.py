@@ -80,9 +80,9 @@ def render_lines(matrix: dict[str, Any], sections: Sequence[CollectorSection] = 
         *(_cell_value(cell["metrics_summary"].get(m)) for m in metrics),
     ] for cell in cells for t in [cell["trials"]]]
     layout = _layout([c["cell"] for c in cells], fields, values)
+    yield f"# aorta sweep: {md_text(matrix['output'])}\n\n"
+    yield from _failure_lines(matrix)
     yield from (line + "\n" for line in (
-        f"# aorta sweep: {md_text(matrix['output'])}",
-        "",
         f"{matrix['trials']['total']} trials in {len(cells)} cells: "
         f"{matrix['trials']['pass']} pass, {matrix['trials']['fail']} fail, "
         f"{matrix['trials']['error']} error. Values are medians over passing trials "
@@ -97,15 +97,34 @@ def render_lines(matrix: dict[str, Any], sections: Sequence[CollectorSection] = 
         count = sum(len(c["metrics_summary"]) for c in cells)
         yield (f"\nNumeric metrics: {count} statistics over {len(cells)} cells, too many names "
                "for a field each; see `metrics_summary` in matrix.json and matrix.parquet.\n")
-    errors = [c for c in cells if c.get("error")]
-    if errors:
-        yield "\nCells that could not run:\n\n"
-        yield from (f"- {md_code(c['cell'])}: {md_text(c['error'])}\n" for c in errors)
     yield from _list_lines(cells)
     from aorta_core.engine.diagnosis_section import diagnosis_section  # trials' diagnosis.json
 
     for section in (*diagnosis_section(matrix), *sections):
         yield from _section_lines(section)
+
+
+def _failure_lines(matrix: dict[str, Any]) -> Iterator[str]:
+    """What went wrong (:mod:`~aorta_core.engine.failed_cells`), before any number: the lead,
+    then per reason its cells, their trials it cost and the file to read."""
+    from pathlib import Path
+
+    from aorta_core.engine.failed_cells import what_went_wrong
+
+    found = what_went_wrong(Path(matrix["output"]), matrix)
+    if found is None:
+        return
+    yield f"**What went wrong.** {found.lead}\n\n"
+    for failure in found.failures:
+        where = f"; see {md_code(failure.log)}" if failure.log else ""
+        yield (f"- {failure.named_cells(md_code)}: {md_text(failure.reason)} "
+               f"({failure.trials}{where})\n")
+    if found.more:
+        yield f"- {found.more} more reason(s): each trial's record.json has its own\n"
+    if found.unread:
+        yield (f"\n{found.unread} failed trial(s) not read for their reason: each trial's "
+               "record.json has it.\n")
+    yield "\n"
 
 
 #: Columns perf.md is laid out for: a terminal's, and about what GitHub shows without scrolling.

@@ -232,7 +232,8 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
     # trial's own timeline places lanes as `aorta timeline` of its record.json does
     if after_run is not None and outcome is not None and not swapped:  # before retention
         after_run(trial_dir, {"started_at_unix": started, "wall_time_s": wall,  # prunes the
-                              "collectors": msgspec.to_builtins(collectors)})  # traces
+                              "collectors": msgspec.to_builtins(collectors),  # traces
+                              "verdict": verdict, "error": error})
     level = cell.retain.get(f"on_{verdict}", "full")
     deleted = [] if swapped else prune(trial_dir, level, list(folders.values()),
                                        [stdout, stderr], cell.log_limit_mb)

@@ -791,6 +791,16 @@ def _never_ran(record: Mapping[str, Any]) -> bool:
             and record.get("wall_time_s") is None and not record.get("timed_out"))
 
 
+def _failed(trial: Path, record: Mapping[str, Any] | None) -> str | None:
+    """``<trial>: the trial failed (<its error>); ...`` for a trial that ran and failed, with
+    the log to read; ``None`` for one that passed (or has no record)."""
+    if record is None or record.get("verdict") not in ("fail", "error"):
+        return None
+    why = " ".join(str(record.get("error") or f"exit code {record.get('exit_code')}").split())
+    log = trial / str(record.get("stderr") or "stderr.log")
+    return f"{trial}: the trial failed ({why}); {log} has the whole error"
+
+
 def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
                          inputs: Mapping[int, RankInputs], read: Mapping[int, _Trace]) -> str:
     """Why a trial gives no diagnosis, in one line with the fix: no trace (deleted by its
@@ -807,6 +817,9 @@ def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
                 f"{level}, {len(deleted)} path(s)){kept}; keep them with "
                 f"retain.on_{record.get('verdict', 'pass')}=full, or diagnose during the "
                 "sweep with diagnose=true")
+    if not files and _failed(trial, record):
+        return (f"{trial}: the failed trial left no Kineto trace with ProfilerStep#N ranges to "
+                f"diagnose{kept}; fix its failure, then run it again")
     if not files:
         return (f"{trial}: no Kineto trace with ProfilerStep#N ranges to diagnose{kept}; "
                 "profile the run: collector=torchprof in a sweep, or profiling.enabled=true "
@@ -824,9 +837,11 @@ def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
 def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
                    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
                    min_excess_ms: float = MIN_EXCESS_MS, min_excess_pct: float = MIN_EXCESS_PCT,
-                   warn: Warn = warning_line) -> dict[str, Any] | None:
+                   warn: Warn = warning_line, failure_shown: bool = False
+                   ) -> dict[str, Any] | None:
     """The diagnosis of one trial folder, or ``None`` (after a warning) when no rank has a
-    Kineto trace with ``ProfilerStep#N`` ranges."""
+    Kineto trace with ``ProfilerStep#N`` ranges. A trial that failed is said to have failed
+    first, and why, unless ``failure_shown`` (the sweep's trial line said it)."""
     trial = Path(trial).absolute()  # the collectors' sources are read relative to it
     if record is None:
         try:
@@ -843,6 +858,11 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
         warn(f"{trial}: the trial did not run ({record.get('error') or 'no exit code'}); "
              "nothing to diagnose")
         return None
+    failed = _failed(trial, record)
+    if failed:  # first: what its traces show comes after why it failed
+        notes.append(failed)
+        if not failure_shown:
+            warn(failed)
     inputs = discover(trial, record, note, hook_timeout_s)
     read = read_ranks({rank: [t.source.path for t in found.traces]
                        for rank, found in inputs.items()}, trial, note)
@@ -870,10 +890,12 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
 
 
 def write_diagnosis(trial: Path, record: Mapping[str, Any] | None = None,
-                    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S, **thresholds: float
+                    hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
+                    failure_shown: bool = False, **thresholds: float
                     ) -> tuple[Path, dict[str, Any]] | None:
     """``<trial>/diagnosis.json`` and what it holds; ``None`` when there was nothing to read."""
-    result = diagnose_trial(trial, record, hook_timeout_s, **thresholds)
+    result = diagnose_trial(trial, record, hook_timeout_s, failure_shown=failure_shown,
+                            **thresholds)
     if result is None:
         return None
     path = Path(trial) / DIAGNOSIS_NAME
@@ -889,7 +911,7 @@ def diagnose_step(cell: Cell) -> Callable[[Path, Mapping[str, Any]], None] | Non
 
     def step(trial_dir: Path, record: Mapping[str, Any]) -> None:
         try:  # the trial's results matter more than its diagnosis
-            write_diagnosis(trial_dir, record, cell.hook_timeout_s)
+            write_diagnosis(trial_dir, record, cell.hook_timeout_s, failure_shown=True)
         except Exception as exc:
             warning_line(f"no diagnosis for {trial_dir} ({exception_line(exc)})")
     return step

@@ -240,7 +240,10 @@ def _status_css(status: str) -> str:
 
 def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
     """The headline: baseline, agree verdicts (``sweep=agree``), then the table of the
-    headline metrics, every cell against the baseline, and the hottest entry of each list."""
+    headline metrics, every cell against the baseline, and the hottest entry of each list;
+    none when no trial passed (nothing was measured: "What went wrong" above says why)."""
+    if matrix["cells"] and not any((c.get("trials") or {}).get("pass") for c in matrix["cells"]):
+        return
     page.begin("headline")
     page.heading("Headline")
     base = baseline(matrix)

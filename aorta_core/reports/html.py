@@ -24,8 +24,9 @@ th{background:#f4f4f4;position:sticky;top:0}td.num{text-align:right;font-variant
 .bad{color:#b00}.good{color:#070}.figure{margin:1rem 0}
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e8e8e8}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
-#headline{background:#f7f9fc;border:1px solid #dde3ee;padding:.25rem 1rem 1rem;margin:1rem 0}
-#headline h2{margin-top:.75rem}.fold{font-size:.9rem;margin:.25rem 0}
+#headline,#failures{background:#f7f9fc;border:1px solid #dde3ee;padding:.25rem 1rem 1rem;
+margin:1rem 0}#failures{background:#fdf6f6;border-color:#eccaca}
+#headline h2,#failures h2{margin-top:.75rem}.fold{font-size:.9rem;margin:.25rem 0}
 """
 
 #: Sorts a ``table.sortable`` by the clicked column: numbers (``data-v``) by value, the rest as

@@ -1,6 +1,6 @@
-"""The sweep's ``report.html``: the headline (the answer first), agreement (``sweep=agree``), the
-sortable cell table, metrics by group, trial spread by the sweep's axes, top kernels and
-operators, GPU time per collector, trial links.
+"""The sweep's ``report.html``: what went wrong (when anything did), the headline (the answer
+first), agreement (``sweep=agree``), the sortable cell table, metrics by group, trial spread by
+the sweep's axes, top kernels and operators, GPU time per collector, trial links.
 
 Written after every sweep (the core's end-of-sweep callback calls :func:`write_sweep_report`) and
 by ``aorta report sweep <output>``. It reads what the matrix step wrote (``matrix.json``,
@@ -19,6 +19,7 @@ import msgspec
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.collector_sections import collector_sections
 from aorta_core.engine.diagnosis_section import diagnosis_section
+from aorta_core.engine.failed_cells import what_went_wrong
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, decode_json, load_record, read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
@@ -46,10 +47,27 @@ def _header(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.paragraph(f"{len(unreadable)} unreadable record(s) left out: "
                        f"{', '.join(map(str, unreadable[:10]))}; re-run the sweep to redo them",
                        "bad")
-    errors = [f"{c['cell']}: {c['error']}" for c in matrix["cells"] if c.get("error")]
-    if errors:
-        page.heading("Cells that could not run")
-        page.bullets(errors)
+
+
+def _failures(page: Page, output: Path, matrix: dict[str, Any]) -> None:
+    """What went wrong, before any comparison: the lead, then per reason its cells, their
+    trials it cost and a link to the file to read (:mod:`~aorta_core.engine.failed_cells`)."""
+    found = what_went_wrong(output, matrix)
+    if found is None:
+        return
+    page.begin("failures")
+    page.heading("What went wrong")
+    page.paragraph(found.lead, "bad")
+    page.table(["cells", "trials", "why", "read next"], [
+        [f.named_cells(str), f.trials, f.reason, link(f.log, f.log) if f.log else ""]
+        for f in found.failures])
+    if found.more:
+        page.paragraph(f"{found.more} more reason(s): each trial's record.json has its own "
+                       "(the Trials table below links them).", "note")
+    if found.unread:
+        page.paragraph(f"{found.unread} failed trial(s) not read for their reason: each trial's "
+                       "record.json has it (the Trials table below links them).", "note")
+    page.end()
 
 
 def _collectors(matrix: dict[str, Any]) -> list[str]:
@@ -178,13 +196,13 @@ def _contributed(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             page.paragraph(f"{section.more_rows} more row(s) not shown.", "note")
 
 
-_SECTIONS = (("headline", headline_section), ("agreement", _agreement),
-             ("cells", cells_section), ("metrics", metrics_section),
+_SECTIONS = (("what went wrong", _failures), ("headline", headline_section),
+             ("agreement", _agreement), ("cells", cells_section), ("metrics", metrics_section),
              ("trial spread", spread_section), ("top kernels and operators", lists_section),
              ("GPU time", _kernels), ("collectors' own", _contributed), ("trials", _trials),
              ("environments", _environments))
 #: The sections that read files in the output, and those that need the metrics' kinds.
-_READ_OUTPUT = (headline_section, _agreement, spread_section, _trials, _contributed)
+_READ_OUTPUT = (_failures, headline_section, _agreement, spread_section, _trials, _contributed)
 _KINDS = (metrics_section, spread_section)
 
 

@@ -217,6 +217,28 @@ def test_a_sweep_with_diagnose_writes_each_trials_diagnosis_and_perf_md(tmp_path
     assert [d["stragglers"][0]["rank"] for d in json.loads(again.stdout)] == [1]
 
 
+def test_the_end_summary_of_many_diagnosed_cells_stays_short(tmp_path):
+    """Nine cells whose payload leaves real traces (fixtures/compiled_cpu) in its trial folder:
+    one line each for the first eight, no findings quoted, the ninth counted."""
+    copy = ("import os, shutil; shutil.copytree(" + repr(str(COMPILED_TRACES))
+            + ", os.path.join(os.environ['AORTA_TRIAL_DIR'], 'profile'))")
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "diagnose=true",
+                 "+env.X=" + ",".join(map(str, range(1, 10))), "--", sys.executable, "-c", copy,
+                 cwd=tmp_path, env=_env())
+    assert done.returncode == 0, done.stderr
+    digest = done.stderr.split("diagnosis (each trial's diagnosis.json; docs/diagnose.md)\n")[1]
+    lines = digest.splitlines()
+    for x, line in enumerate(lines[:8], start=1):
+        found = json.loads((out / f"cells/env.X={x}/trial_000/diagnosis.json").read_text())
+        (straggler,) = found["stragglers"]
+        assert line.startswith(f"  env.X={x}: step "), line
+        assert line.endswith(f"; straggler rank 1 (compute, +{straggler['excess_ms_per_step']:.1f}"
+                             " ms/step) in 1/1 trial(s)"), line
+    assert lines[8] == "  … 1 more cell(s): perf.md's Diagnosis section has every trial"
+    assert lines[9].startswith("wrote ")
+
+
 #: Not the benchmark: a plain DDP-less loop that all-reduces its gradients by hand, reading its
 #: batches through a DataLoader whose dataset is slow on rank 1.
 SCRIPT = """
@@ -269,6 +291,13 @@ def test_any_payload_a_script_with_a_slow_data_loader(tmp_path):
     assert straggler["category"] == "data"
     assert _close(straggler["excess_ms_per_step"], INJECTED_MS), straggler
     assert straggler["waiting_ranks"] == [0]
+    # the end summary gives the cell's digest and its finding, before the files it wrote
+    digest = done.stderr.split("diagnosis (each trial's diagnosis.json; docs/diagnose.md)\n")[1]
+    cell, finding, after = digest.splitlines()[:3]
+    assert cell.endswith(f"; straggler rank 1 (data, +{straggler['excess_ms_per_step']:.1f} "
+                         "ms/step) in 1/1 trial(s)"), cell
+    assert finding == f"    {found['findings'][0]['text']}"
+    assert after.startswith("wrote ")
 
 
 def test_any_payload_a_script_that_profiles_itself(tmp_path):
@@ -435,6 +464,63 @@ def test_a_trial_that_did_not_run_says_so_in_one_line(tmp_path):
     assert (f"aorta: warning: {tmp_path}: 1 trial folder(s) inside it (first: "
             "sweep/cells/default/trial_000) are other runs and not read with it; give a "
             "sweep's output, a cell's or a trial's folder to read those") in parent.stderr
+
+
+def test_a_failed_trial_without_traces_says_it_failed_and_why(tmp_path):
+    out = tmp_path / "sweep"
+    aorta(f"output={out}", "sweep=repeat", "trials=1", "--", sys.executable, "-c",
+          "raise SystemExit('boom')", cwd=tmp_path, env=_env())
+    (trial,) = out.glob("cells/*/trial_000")
+    done = aorta("diagnose", str(out), cwd=tmp_path, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"aorta: warning: {trial}: the trial failed (exit code 1: boom); {trial}/stderr.log has "
+        "the whole error",
+        f"aorta: warning: {trial}: the failed trial left no Kineto trace with ProfilerStep#N "
+        "ranges to diagnose; fix its failure, then run it again"]
+
+
+def test_a_diagnose_sweep_of_a_failing_payload_names_the_failure_once(tmp_path):
+    """With diagnose=true the trial's own line says it failed and why; the diagnosis adds only
+    that it left nothing to diagnose, not how to profile a run."""
+    out = tmp_path / "sweep"
+    done = aorta(f"output={out}", "sweep=repeat", "trials=1", "diagnose=true", "--",
+                 sys.executable, "-c", "raise SystemExit('boom')", cwd=tmp_path, env=_env())
+    assert done.returncode == 1
+    (trial,) = out.glob("cells/*/trial_000")
+    said, trial_line = [ln for ln in done.stderr.splitlines() if "Kineto" in ln or "boom" in ln]
+    assert said == (f"aorta: warning: {trial}: the failed trial left no Kineto trace with "
+                    "ProfilerStep#N ranges to diagnose; fix its failure, then run it again")
+    assert trial_line.startswith("  default trial 1/1 fail ")
+    assert trial_line.endswith(" s  exit code 1: boom")
+
+
+#: examples/diagnose/train_profiled.py's loop, then a failure after its profiled steps.
+FAILS_AFTER_PROFILING = f"""
+import sys
+sys.path.insert(0, {str(PROFILES_ITSELF.parent)!r})
+from train_profiled import main
+main()
+raise SystemExit("failed after the profiled steps")
+"""
+
+
+def test_a_failed_trial_with_traces_says_it_failed_then_diagnoses_them(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(FAILS_AFTER_PROFILING)
+    out = tmp_path / "sweep"
+    aorta(f"output={out}", "sweep=repeat", "trials=1", "--", TORCHRUN, "--standalone",
+          "--nproc_per_node=2", str(script), cwd=tmp_path, env=_env())
+    (trial,) = out.glob("cells/*/trial_000")
+    record = json.loads((trial / "record.json").read_text())
+    assert record["verdict"] == "fail" and "failed after the profiled steps" in record["error"]
+    done = aorta("diagnose", str(trial), cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr  # it diagnosed what the trial left
+    failed = (f"{trial}: the trial failed ({record['error']}); {trial}/stderr.log has the "
+              "whole error")
+    assert done.stderr.splitlines()[0] == f"aorta: warning: {failed}"
+    assert done.stdout.startswith(f"{trial}: 2 rank(s), profiled steps 2, 3, 4, 5, 6\n")
+    assert json.loads((trial / "diagnosis.json").read_text())["warnings"][0] == failed
 
 
 @TORCHPROF

@@ -184,3 +184,65 @@ def test_no_injected_script_runs_in_chromium(browser, hostile, tmp_path):
     assert "<img" not in dom and "<b " not in dom
     errors = [ln for ln in log.splitlines() if "CONSOLE" in ln and "Uncaught" in ln]
     assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def hostile_failure(tmp_path_factory) -> Path:
+    """A real sweep whose payload fails saying :data:`BAD` (its line separators left out: they
+    end a line of stderr), its record then edited to hold all of it, a log name leading out of
+    the output, and the cell named :data:`CELL`."""
+    root = tmp_path_factory.mktemp("failing")
+    out = root / "failing"
+    said = BAD.replace("\u2028\u2029", "")
+    done = aorta("sweep=repeat", "trials=1", f"output={out}", f"+env.X={json.dumps(AXIS)}",
+                 "--", sys.executable, "-c", f"raise SystemExit({said!r})", cwd=root, env=NO_GPU)
+    assert done.returncode == 1, done.stderr
+    (record_path,) = out.glob("cells/*/trial_000/record.json")
+    record = json.loads(record_path.read_text())
+    assert record["error"] == f"exit code 1: {said}"
+    record_path.write_text(json.dumps({**record, "cell": CELL, "error": BAD,
+                                       "stderr": "../" * 30 + "etc/passwd"}))
+    cell_path = record_path.parents[1] / "cell.json"
+    cell_path.write_text(json.dumps({**json.loads(cell_path.read_text()), "cell": CELL}))
+    done = aorta("matrix", str(out), cwd=root, env=NO_GPU)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return out
+
+
+def test_what_went_wrong_is_text_in_both_reports(hostile_failure):
+    out = hostile_failure
+    page, parsed = _report(out)
+    assert not {t for t, _ in parsed.tags} & {"img", "b", "i"}
+    for _, attrs in parsed.tags:
+        assert not [a for a in attrs if a.startswith("on")], attrs
+        assert "etc" not in (attrs.get("href") or ""), attrs
+    assert all("pwned" not in s for s in parsed.scripts)
+    failures = page.split("<section id=failures>", 1)[1].split("</section>", 1)[0]
+    shown = _Page()
+    shown.feed(failures)
+    text = "".join(shown.text)
+    assert CELL in text and " ".join(BAD.split()) in text  # as one line
+    assert failures.count("<a ") == 1 and "trial_000/record.json" in failures
+    perf = (out / "perf.md").read_text()
+    assert "<" not in perf and "\u2028" not in perf and "\u2029" not in perf
+    (bullet,) = [line for line in perf.splitlines() if line.startswith("- ")]
+    assert "&lt;img src=x onerror=document.title=1337&gt;" in bullet
+    assert "etc/passwd" not in bullet and bullet.endswith("trial_000/record.json`)")
+
+
+def test_what_went_wrong_reads_no_records_from_outside_the_output(hostile_failure):
+    """matrix.json edited so that the failed cell's folder leads out of the output: its
+    records are not read (the trial is counted as not read), nothing links out."""
+    matrix_path = hostile_failure / "matrix.json"
+    kept = matrix_path.read_text()
+    try:
+        matrix = json.loads(kept)
+        matrix["cells"][0]["dir"] = "cells/../../" + hostile_failure.name
+        matrix_path.write_text(json.dumps(matrix))
+        page, _ = _report(hostile_failure)
+        failures = page.split("<section id=failures>", 1)[1].split("</section>", 1)[0]
+        assert "<a " not in failures
+        assert ("1 failed trial(s) not read for their reason: each trial&#x27;s record.json "
+                "has it (the Trials table below links them).") in failures
+    finally:
+        matrix_path.write_text(kept)
