@@ -1,7 +1,8 @@
 """One trial: fresh artifact folders, wrap, run, collect, parse, prune, record.
 
-Every failure mode ends in a record: a collector that cannot attach makes the trial a setup
-error, a collector that fails after the run only loses its metrics, and the record is written
+Every failure mode ends in a record: a collector that cannot attach (or whose profiler, its
+artifacts show, could not start in the run) makes the trial a setup error, a collector that fails
+after the run only loses its metrics, and the record is written
 atomically last, so a crash at any point leaves either no record (the trial re-runs) or a
 complete one.
 """
@@ -121,7 +122,7 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
         if run is not None:
             artifacts = notes.call(name, "collect_artifacts", lambda n=name, o=options, f=folder:
                                    registry.call(n, "collect_artifacts", artifact_dir=f,
-                                                 options=o, run=run), [])
+                                                 options=o, run=run), [], may_refuse=True)
             if not isinstance(artifacts, (list, tuple)):
                 if artifacts is not None:
                     notes.add(name, f"collect_artifacts returned {type(artifacts).__name__}, "
@@ -194,6 +195,8 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
                                    notes)
     if not swapped:
         metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
+    if error is None and notes.unmeasured:  # a collector's profiler could not start in the run
+        error = "; ".join(named_once(n, why) for n, why in notes.unmeasured.items())
     verdict, error = ("fail", swapped) if swapped else _verdict(outcome, error, cell, stderr)
     wall = round(outcome.wall_time_s, 6) if outcome else None  # as the record keeps it, so the
     # trial's own timeline places lanes as `aorta timeline` of its record.json does
