@@ -99,15 +99,19 @@ class Session:
         self.saved: list[Path] = []
         self._prof: Any = None
         self._hook: Any = None
-        #: Recording the whole run, without a schedule (``run``, and ``auto`` until an
-        #: optimizer steps).
+        #: What advances the schedule: ``step_on``, or what ``auto`` turned out to be
+        #: (``run`` until an optimizer steps, where it records the whole run).
+        self.followed = options.step_on
+        #: Recording without a schedule (``run``, and ``auto`` until an optimizer steps).
         self._whole_run = False
         self.activities: list[str] = []
 
     def start(self) -> None:
-        """Start profiling. ``step_on=auto`` records the whole run until an optimizer steps,
-        unless the schedule records its first step anyway (then it follows the optimizer from
-        the start, as ``optimizer`` does)."""
+        """Start profiling. ``step_on=auto`` records the whole run until an optimizer steps
+        (then it follows the optimizer, as ``optimizer`` does), except in a process of a
+        distributed launch (``WORLD_SIZE`` set), where it follows the optimizer from the start:
+        with torch 2.13, a gloo process group created while the profiler records deadlocked at
+        its teardown in 3 of 8 runs."""
         global _active
         import torch
 
@@ -115,8 +119,12 @@ class Session:
         names = opts.activities or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
         self.activities = list(names)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._whole_run = opts.step_on == "run" or (
-            opts.step_on == "auto" and not self._records_first_step())
+        auto = opts.step_on == "auto"
+        from_start = auto and self._records_first_step()  # the schedule records step 0 anyway
+        if auto:
+            whole = from_start or "WORLD_SIZE" not in os.environ
+            self.followed = "run" if whole else "optimizer"
+        self._whole_run = opts.step_on == "run" or (self.followed == "run" and not from_start)
         self._prof = self._profile()
         self._prof.start()
         if opts.step_on in ("optimizer", "auto"):
@@ -154,23 +162,17 @@ class Session:
             with_flops=opts.with_flops,
         )
 
-    @property
-    def followed(self) -> str:
-        """What advanced the schedule: ``step_on``, or for ``auto`` what it turned out to be."""
-        if self.options.step_on != "auto":
-            return self.options.step_on
-        return "optimizer" if self.steps else "run"
-
     def _optimizer_stepped(self) -> None:
         """An optimizer stepped. The first step of an ``auto`` session that records the whole
-        run drops that recording and starts the optimizer's schedule at its step 1, where
-        ``step_on=optimizer`` would be by now."""
+        run without a schedule drops that recording and starts the optimizer's schedule at its
+        step 1, where ``step_on=optimizer`` would be by now."""
         if self._whole_run:
             self._prof.on_trace_ready = None  # what ran before the first step is not kept
             self._prof.stop()
             self._whole_run = False
             self._prof = self._profile()
             self._prof.start()
+        self.followed = "optimizer"
         self._advance()
 
     def step(self) -> None:
