@@ -473,11 +473,11 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
     _collector_keys(cfg)
     _selected_somewhere(composer)
     _command_given(settings, args, command)
-    _measurable_here(composer, settings)
     for arguments in composer.benchmark:  # composed outside the core's Hydra
         line = refusal(arguments)
         if line is not None:
             raise UsageError(line)
+    _measurable_here(composer, settings)
     swept = tuple(a.key for a in axes)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
                 swept=swept, flags=flags,

@@ -2,9 +2,8 @@
 
 Every failure mode ends in a record: a collector that cannot attach (or whose profiler, its
 artifacts show, could not start in the run) makes the trial a setup error, a collector that fails
-after the run only loses its metrics, and the record is written
-atomically last, so a crash at any point leaves either no record (the trial re-runs) or a
-complete one.
+after the run only loses its metrics, and the record is written atomically last, so a crash at
+any point leaves either no record (the trial re-runs) or a complete one.
 """
 
 from __future__ import annotations
