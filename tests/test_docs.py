@@ -22,8 +22,8 @@ def test_every_hook_is_documented_with_its_signature():
     text = DOC.read_text()
     hooks = _hooks()
     assert {h.__name__ for h in hooks} == {
-        "aorta_collector", "aorta_commands", "check_options", "resource_claims", "wrap_argv",
-        "payload_session", "collect_artifacts", "parse_metrics", "timeline_sources",
+        "aorta_collector", "aorta_commands", "check_options", "resource_claims", "check_machine",
+        "wrap_argv", "payload_session", "collect_artifacts", "parse_metrics", "timeline_sources",
         "report_sections"}
     for hook in hooks:
         signature = str(inspect.signature(hook)).replace("'", "")

@@ -4,8 +4,9 @@ keys) is refused before anything runs, in one line naming the collector and the 
 honoured: ``wrap_argv`` then returns a launch a process can start from, or a setup error.
 
 The property takes the path a cell takes (the options typed by the collector's schema as Hydra
-composes them, then :func:`aorta_core.engine.cells.checked_collectors`, which runs the collector's
-``check_options``), in-process; one sweep through the CLI shows the refused cells' lines and the
+composes them, then :func:`aorta_core.engine.cells.valid_options`, which runs the collector's
+``check_options``; a cell then asks ``check_machine``, which a machine may refuse whatever the
+values), in-process; one sweep through the CLI shows the refused cells' lines and the
 matrix. No GPU is used; a collector's ``wrap_argv`` that needs its profiler answers with a setup
 error where it is missing and with a launch where it is found, so the property holds on either.
 """
@@ -25,7 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core import Launch, SetupError
 from aorta_core.api.contracts import launch_problem
-from aorta_core.engine.cells import ConfigError, checked_collectors
+from aorta_core.engine.cells import ConfigError, valid_options
 from aorta_core.engine.plugins import load_registry
 
 hypothesis = need("hypothesis")
@@ -105,7 +106,7 @@ def test_any_option_value_is_refused_in_one_line_or_honoured(tmp_path: Path, cho
         hypothesis.event(f"{name}: refused at compose")
         return  # refused at compose, in one line (tests/test_override_fuzz.py)
     try:
-        options = checked_collectors(OmegaConf.create({"collector": {name: node}}), REGISTRY, 60)
+        options = valid_options(OmegaConf.create({"collector": {name: node}}), REGISTRY, 60)
     except ConfigError as exc:
         _one_line_naming(str(exc), name)
         hypothesis.event(f"{name}: refused by check_options")
@@ -152,7 +153,7 @@ def test_values_the_checks_missed_are_refused(name: str, values: dict, line: str
         pytest.skip(f"needs aorta-{name}: pip install -e plugins/aorta_{name}")
     node = OmegaConf.merge(OmegaConf.structured(REGISTRY.collectors[name].info.options), values)
     with pytest.raises(ConfigError) as refused:
-        checked_collectors(OmegaConf.create({"collector": {name: node}}), REGISTRY, 60)
+        valid_options(OmegaConf.create({"collector": {name: node}}), REGISTRY, 60)
     assert str(refused.value).startswith(line)  # the key once: the message starts with it
 
 

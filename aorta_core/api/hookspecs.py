@@ -9,9 +9,10 @@ arguments), and isolates every error to that collector: one warning or a failed 
 failed sweep. Only ``aorta_collector`` and ``wrap_argv`` are required.
 
 Phases: **load** (``aorta_collector``, ``aorta_commands``) → **check**, before any trial
-(``check_options``, ``resource_claims``) → **run**, each trial (``wrap_argv``, then
-``payload_session`` inside the workload) → **after the run** (``collect_artifacts``,
-``parse_metrics``) → **reports** (``timeline_sources``, ``report_sections``).
+(``check_options``, ``resource_claims``, ``check_machine``) → **run**, each trial
+(``wrap_argv``, then ``payload_session`` inside the workload) → **after the run**
+(``collect_artifacts``, ``parse_metrics``) → **reports** (``timeline_sources``,
+``report_sections``).
 """
 
 from __future__ import annotations
@@ -93,6 +94,24 @@ def resource_claims(options: Any) -> Iterable[Claim]:
     """
 
 
+@hookspec
+def check_machine(options: Any) -> None:
+    """Refuse a machine on which this collector cannot measure anything with ``options`` (no
+    GPU, no driver its profiler needs) by raising ``SetupError`` with a one-line reason and fix.
+
+    Called on the machine that runs the trials, before the first: by the sweep's pre-check when
+    its cells run here (Hydra's basic and joblib launchers, submitit's local one), where a
+    refusal stops the sweep in one line (exit status 2, nothing written), and by each cell where
+    it runs (a Slurm node), where it refuses the cell. Must be cheap: no profiler import, no GPU
+    context, no subprocess::
+
+        @hookimpl
+        def check_machine(options):
+            if not glob.glob("/dev/nvidia[0-9]*"):
+                raise SetupError("no NVIDIA GPU here; run on a machine with one")
+    """
+
+
 # -- run: each trial ----------------------------------------------------------------------------
 
 
@@ -135,7 +154,10 @@ def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[P
 
     Called whatever the run's outcome (failed and timed-out runs keep their artifacts). A
     collector whose profiler writes straight into ``artifact_dir`` need not implement it: the
-    core then lists every file in the folder.
+    core then lists every file in the folder. Raise ``SetupError`` with a one-line reason when
+    the artifacts show that nothing was measured because the profiler could not start (inside
+    the workload, say): the trial is then an ``error`` with that reason, as when ``wrap_argv``
+    refuses.
     """
 
 

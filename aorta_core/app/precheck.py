@@ -8,7 +8,8 @@ key or config group that is no setting (``trails=1``, ``+trails=1``, ``colector=
 through); a value the built-in benchmark refuses (``workload.parallel=dpp``, composed by the
 benchmark's own config); a key given twice (Hydra would keep the last); a flag Hydra does not take;
 a bare word where an override was expected (a command without ``--``); a command after ``--`` with
-the default recipe, whose axes are the benchmark's; a recipe that needs a command and got none. A
+the default recipe, whose axes are the benchmark's; a recipe that needs a command and got none; a
+collector that cannot measure on this machine when the cells run here (``check_machine``). A
 core setting's swept value (``trials=1,abc``) is refused by its cell alone, when the job is
 composed.
 """
@@ -31,7 +32,12 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from aorta_core.app.benchmark_values import Argument, benchmark_arguments, refusal
-from aorta_core.engine.cells import ConfigError, collector_selection, typed_options
+from aorta_core.engine.cells import (
+    ConfigError,
+    collector_selection,
+    typed_options,
+    unmeasurable_here,
+)
 from aorta_core.engine.grammar import Axis, SweepError, quote, sweep_axes
 from aorta_core.engine.keys import nearest, not_a_setting, suggestion, unselected_option
 from aorta_core.engine.plugins import load_registry, unusable_selection
@@ -205,6 +211,17 @@ def _selected_somewhere(composer: Composer) -> None:
         raise UsageError(unselected_option(key, name))
 
 
+def _measurable_here(composer: Composer, settings: CoreSettings) -> None:
+    """A selected collector that cannot measure on this machine, where the cells will run, stops
+    the sweep before anything is written (``check_machine``)."""
+    try:
+        line = unmeasurable_here(composer.configs, load_registry(), settings.hook_timeout)
+    except ConfigError as exc:
+        line = str(exc)
+    if line is not None:
+        raise UsageError(line)
+
+
 def _command_given(settings: CoreSettings, args: list[str], command: list[str] | None) -> None:
     if not settings.requires_command or command is not None:
         return
@@ -249,6 +266,8 @@ class Composer:
         self.given: set[str] = set()
         #: The built-in benchmark's arguments of each composed cell, each set once.
         self.benchmark: dict[tuple[Argument, ...], None] = {}
+        #: Every config composed, for the collectors' machine checks.
+        self.configs: list[DictConfig] = []
 
     def compose(self, overrides: list[str]) -> DictConfig:
         overrides = [self.forced.get(o, o) for o in overrides]
@@ -270,6 +289,7 @@ class Composer:
         self.selected |= selected
         self.given |= given
         self.benchmark[benchmark_arguments(cfg)] = None
+        self.configs.append(cfg)
         return cfg
 
     def _other_cells_option(self, exc: BaseException, overrides: list[str]) -> str | None:
@@ -457,6 +477,7 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
         line = refusal(arguments)
         if line is not None:
             raise UsageError(line)
+    _measurable_here(composer, settings)
     swept = tuple(a.key for a in axes)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
                 swept=swept, flags=flags,

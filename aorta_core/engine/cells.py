@@ -14,11 +14,12 @@ import msgspec
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from aorta_core.api.contracts import OptionError
+from aorta_core.api.contracts import OptionError, SetupError
+from aorta_core.api.oneline import exception_line
 from aorta_core.engine.argv import from_config
 from aorta_core.engine.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.engine.claims import claims_of, conflict
-from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
+from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, HookOutcome, call_hook
 from aorta_core.engine.plugins import Registry
 from aorta_core.engine.settings import CoreSettings, SettingsError, core_settings
 
@@ -141,6 +142,31 @@ def collector_selection(cfg: DictConfig, registry: Registry) -> tuple[set[str], 
 
 def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | None
                        ) -> dict[str, Any]:
+    """The selected collectors' options (:func:`valid_options`), each able to measure on this
+    machine, where the cell's trials run (``check_machine``)."""
+    options = valid_options(cfg, registry, timeout_s)
+    for name, opts in options.items():
+        outcome = _machine_check(name, opts, registry, timeout_s)
+        if isinstance(outcome.error, SetupError):
+            raise ConfigError(_cannot_measure(name, outcome.error))
+        if outcome.failure is not None:
+            raise ConfigError(f"collector.{name}: check_machine failed: {outcome.failure}")
+    return options
+
+
+def _machine_check(name: str, options: Any, registry: Registry, timeout_s: float | None
+                   ) -> HookOutcome:
+    return call_hook(lambda: registry.call(name, "check_machine", options=options) and None,
+                     timeout_s)  # its answer is not used: none is sent back
+
+
+def _cannot_measure(name: str, error: SetupError) -> str:
+    return (f"collector {name} cannot measure on this machine: "
+            f"{exception_line(error).removeprefix('SetupError: ')}")
+
+
+def valid_options(cfg: DictConfig, registry: Registry, timeout_s: float | None
+                  ) -> dict[str, Any]:
     """The selected collectors' options (:func:`typed_options`), each checked by its collector
     (``check_options``, with the others selected), and refused together when what they claim
     collides (``resource_claims``): a cell's and an upstream recipe's ``collect:`` alike."""
@@ -168,6 +194,33 @@ def _check_options(registry: Registry, name: str, options: Any, selected: Mappin
                    ) -> None:
     """In the hook's process: ``check_options``, whose answer (if any) is not used."""
     registry.call(name, "check_options", options=options, selected=selected)
+
+
+#: Hydra launchers that run every cell on this machine: Hydra's own, joblib's, submitit's local.
+LOCAL_LAUNCHERS = ("hydra._internal.core_plugins.basic_launcher.BasicLauncher",
+                   "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+                   "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher")
+
+
+def unmeasurable_here(cfgs: list[DictConfig], registry: Registry, timeout_s: float | None
+                      ) -> str | None:
+    """Why a collector selected by one of the sweep's composed configs ``cfgs`` cannot measure
+    on this machine, when their cells run here (a local launcher; with Slurm each cell checks
+    the node it runs on); ``None`` when every one can. A config its cell refuses for another
+    reason, and a ``check_machine`` that fails otherwise, are left to the cell."""
+    checked = set()
+    for cfg in [c for c in cfgs if c.hydra.launcher.get("_target_") in LOCAL_LAUNCHERS]:
+        try:
+            options = valid_options(cfg, registry, timeout_s)
+        except ConfigError:
+            continue  # its cell refuses it, naming the option
+        for name, opts in options.items():
+            if (name, repr(opts)) not in checked:
+                checked.add((name, repr(opts)))
+                outcome = _machine_check(name, opts, registry, timeout_s)
+                if isinstance(outcome.error, SetupError):
+                    return _cannot_measure(name, outcome.error)
+    return None
 
 
 def _named(collector: str, message: str) -> str:

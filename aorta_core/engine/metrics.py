@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
+from aorta_core.api.contracts import SetupError
 from aorta_core.api.files import FileRefused, read_regular
+from aorta_core.api.oneline import exception_line
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -68,16 +70,23 @@ class Notes:
     def __init__(self, hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S) -> None:
         self.by_collector: dict[str, list[str]] = {}
         self.hook_timeout_s = hook_timeout_s
+        #: Collector -> the reason it measured nothing, from a hook that may say so
+        #: (``collect_artifacts`` raising ``SetupError``): the trial's error.
+        self.unmeasured: dict[str, str] = {}
 
     def add(self, name: str, message: str) -> None:
         self.by_collector.setdefault(name, []).append(safe_text(message))
 
-    def call(self, name: str, what: str, fn, default):
+    def call(self, name: str, what: str, fn, default, may_refuse: bool = False):
         """``fn()`` isolated (:func:`~aorta_core.engine.isolation.call_hook`); ``default`` on
-        failure."""
+        failure. ``may_refuse``: a ``SetupError`` it raises is the collector's reason in
+        :attr:`unmeasured`, not a note."""
         outcome = call_hook(fn, self.hook_timeout_s)
         for message in outcome.warnings:
             self.add(name, message)
+        if may_refuse and isinstance(outcome.error, SetupError):
+            self.unmeasured[name] = exception_line(outcome.error).removeprefix("SetupError: ")
+            return default
         if outcome.failure is not None:
             self.add(name, f"{what} failed: {outcome.failure}")
             return default

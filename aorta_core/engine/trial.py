@@ -1,9 +1,9 @@
 """One trial: fresh artifact folders, wrap, run, collect, parse, prune, record.
 
-Every failure mode ends in a record: a collector that cannot attach makes the trial a setup
-error, a collector that fails after the run only loses its metrics, and the record is written
-atomically last, so a crash at any point leaves either no record (the trial re-runs) or a
-complete one.
+Every failure mode ends in a record: a collector that cannot attach (or whose profiler, its
+artifacts show, could not start in the run) makes the trial a setup error, a collector that fails
+after the run only loses its metrics, and the record is written atomically last, so a crash at
+any point leaves either no record (the trial re-runs) or a complete one.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
             artifacts = notes.call(name, "collect_artifacts", lambda n=name, o=options, f=folder:
                                    _artifact_paths(registry.call(
                                        n, "collect_artifacts", artifact_dir=f, options=o,
-                                       run=run), f), [])
+                                       run=run), f), [], may_refuse=True)
             metrics.update(collector_metrics(registry, name, folder, options, notes))
         metrics[f"{name}_artifact_dir"] = safe_text(str(folder))
         records[name] = CollectorRecord(
@@ -227,6 +227,8 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
                                    notes)
     if not swapped:
         metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
+    if error is None and notes.unmeasured:  # a collector's profiler could not start in the run
+        error = "; ".join(named_once(n, why) for n, why in notes.unmeasured.items())
     verdict, error = ("fail", swapped) if swapped else _verdict(outcome, error, cell, stderr)
     wall = round(outcome.wall_time_s, 6) if outcome else None  # as the record keeps it, so the
     # trial's own timeline places lanes as `aorta timeline` of its record.json does

@@ -124,7 +124,7 @@ def test_torchprof_env_mode_drives_the_profiler(env_mode_run):
     """The collector's options and folder win over the block; its schedule follows the
     optimizer (``step_on`` left at its default): warm-up step 0, step 1 recorded."""
     trial, _ = env_mode_run
-    traces = [p.name for p in (trial / "torchprof").iterdir()]
+    traces = [p.name for p in (trial / "torchprof").glob("*.json*")]
     assert traces == ["rank0.step2.pt.trace.json.gz"]
     trace = json.loads(gzip.decompress((trial / "torchprof" / traces[0]).read_bytes()))
     assert "ProfilerStep#1" in {e.get("name") for e in trace["traceEvents"]}

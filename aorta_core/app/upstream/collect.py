@@ -80,7 +80,7 @@ def _check(path: Path, where: str, options: dict[str, dict[str, Any]], registry)
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from aorta_core.engine.cells import ConfigError, checked_collectors
+    from aorta_core.engine.cells import ConfigError, valid_options
     from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 
     nodes = {}
@@ -93,7 +93,7 @@ def _check(path: Path, where: str, options: dict[str, dict[str, Any]], registry)
             raise RecipeError(f"{path}: collect.{name}.{key}: {str(exc).splitlines()[0]}"
                               ) from None
     try:
-        checked_collectors(OmegaConf.create({"collector": nodes}), registry, DEFAULT_HOOK_TIMEOUT_S)
+        valid_options(OmegaConf.create({"collector": nodes}), registry, DEFAULT_HOOK_TIMEOUT_S)
     except ConfigError as exc:
         raise RecipeError(f"{where.removesuffix(': collect')}: {exc}") from None
 

@@ -13,7 +13,7 @@ from typing import Any
 from aorta_core.api import Claim, OptionError
 from aorta_proton.session import split_mode
 
-MODES = ("cli", "env")
+MODES = ("auto", "cli", "env")
 BACKENDS = ("auto", "cupti", "roctracer", "rocprofiler", "instrumentation")
 #: Backends that intercept AMD's HSA queues, as rocprofv3 does (``auto`` picks one on AMD).
 QUEUE_INTERCEPTING_BACKENDS = ("auto", "rocprofiler", "roctracer")
@@ -47,8 +47,10 @@ _MAX_INTERVAL = 2**31 - 1
 class ProtonOptions:
     """Options of ``collector=proton``; every field has its default."""
 
-    #: ``cli``: aorta runs the launch under Proton; ``env``: the payload starts Proton itself.
-    mode: str = "cli"
+    #: ``cli``: aorta runs the launch under Proton; ``env``: the payload starts Proton itself;
+    #: ``auto``: env for a workload that opens ``aorta_core.payload.session()`` (the built-in
+    #: benchmark), cli for any other.
+    mode: str = "auto"
     #: ``auto`` lets Proton pick (cupti on NVIDIA, roctracer/rocprofiler on AMD).
     backend: str = "auto"
     context: str = "shadow"
@@ -125,12 +127,17 @@ def check(options: ProtonOptions, selected: Mapping[str, Any]) -> None:
             "collector.proton.instrumentation_mode/granularity need backend: instrumentation, "
             f"not backend: {options.backend}"
         )
-    if options.mode == "cli" and options.backend in ("roctracer", "rocprofiler"):
-        raise OptionError(
-            f"collector.proton.backend={options.backend!r} cannot be pinned under mode: cli "
+    if options.mode == "cli" and (problem := pinned_tracer_problem(options)):
+        raise OptionError(problem)
+
+
+def pinned_tracer_problem(options: ProtonOptions) -> str | None:
+    """Why ``options.backend`` cannot be pinned when aorta runs the launch under Proton (cli)."""
+    if options.backend not in ("roctracer", "rocprofiler"):
+        return None
+    return (f"collector.proton.backend={options.backend!r} cannot be pinned under mode: cli "
             "(Proton starts the queue tracer before the HIP runtime and records an empty ROOT); "
-            "use backend: auto, which picks it itself, or mode: env"
-        )
+            "use backend: auto, which picks it itself, or mode: env")
 
 
 def claims(options: ProtonOptions) -> list[Claim]:

@@ -8,6 +8,10 @@ collector's ``payload_session`` hook). Without aorta_core, call the helpers dire
     payload.start()      # False, and nothing happens, outside an aorta proton trial
     ...                  # GPU work
     payload.finalize()   # also runs at exit if the payload forgets
+
+When Proton fails to start, the reason is written to :data:`START_FAILED` in the artifact folder
+before the error goes on, so that the trial's record says why nothing was measured (the
+collector's ``collect_artifacts`` reads it) whether or not the payload survives it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aorta_proton import session
+
+#: The file in the artifact folder that says why Proton failed to start (one line).
+START_FAILED = "start-failed.txt"
 
 _started = False
 
@@ -53,17 +60,23 @@ def start(env: Mapping[str, str] | None = None) -> bool:
         return False
     if _started:
         return True
-    os.makedirs(env.get("AORTA_PROTON_DIR") or os.path.dirname(os.path.abspath(name)),
-                exist_ok=True)
-    session.start(
-        name,
-        context=env.get("AORTA_PROTON_CONTEXT", "shadow"),
-        data=env.get("AORTA_PROTON_DATA", "tree"),
-        backend=env.get("AORTA_PROTON_BACKEND"),
-        mode=env.get("AORTA_PROTON_MODE"),
-        hook=env.get("AORTA_PROTON_HOOK"),
-        exclusive=False,
-    )
+    folder = env.get("AORTA_PROTON_DIR") or os.path.dirname(os.path.abspath(name))
+    os.makedirs(folder, exist_ok=True)
+    try:
+        session.start(
+            name,
+            context=env.get("AORTA_PROTON_CONTEXT", "shadow"),
+            data=env.get("AORTA_PROTON_DATA", "tree"),
+            backend=env.get("AORTA_PROTON_BACKEND"),
+            mode=env.get("AORTA_PROTON_MODE"),
+            hook=env.get("AORTA_PROTON_HOOK"),
+            exclusive=False,
+        )
+    except Exception as exc:
+        said = " ".join(str(exc).split())
+        with open(os.path.join(folder, START_FAILED), "w") as out:
+            out.write(f"{type(exc).__name__}: {said}\n" if said else f"{type(exc).__name__}\n")
+        raise
     _started = True
     atexit.register(finalize)
     return True

@@ -5,6 +5,7 @@ Importing this module is cheap: Triton, msgspec and subprocesses are reached onl
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from aorta_core.api import (
     CollectorInfo,
     Launch,
     PayloadSession,
+    SetupError,
     TimelineSource,
     TrialRun,
     files_under,
@@ -45,6 +47,19 @@ def check_options(options: ProtonOptions, selected: Mapping[str, Any]) -> None:
 
 
 @hookimpl
+def check_machine(options: ProtonOptions) -> None:
+    """Proton starts only where Triton finds a GPU: a machine without one is refused up front."""
+    from aorta_proton.devices import missing_gpu
+
+    problem = missing_gpu(os.environ)
+    if problem is not None:
+        raise SetupError(
+            f"{problem}, and Proton measures only where Triton finds one (every trial would fail "
+            "with '0 active drivers'); run on a GPU machine, or send the cells to GPU nodes "
+            "(hydra/launcher=aorta_slurm)")
+
+
+@hookimpl
 def payload_session(rank: int, env: Mapping[str, str], context: Mapping[str, Any]
                     ) -> PayloadSession | None:
     from aorta_proton.payload import payload_session as session
@@ -68,13 +83,21 @@ def wrap_argv(launch: Launch, options: ProtonOptions, artifact_dir: Path) -> Lau
 
 @hookimpl
 def collect_artifacts(artifact_dir: Path, options: ProtonOptions, run: TrialRun) -> list[Path]:
-    """Proton writes straight into the folder; say so when it wrote no profile at all."""
+    """Proton writes straight into the folder; say so when it wrote no profile at all, and make
+    a Proton that failed to start in the payload the trial's error (nothing was measured)."""
+    from aorta_proton.payload import START_FAILED
+    from aorta_proton.wrap import attached_mode, read_note
+
     files = sorted(p for glob in PROFILE_GLOBS for p in files_under(artifact_dir, glob))
+    failed = read_note(artifact_dir, START_FAILED)
+    if failed is not None and not files:
+        raise SetupError(f"Proton failed to start in the payload ({failed or 'see its stderr'}), "
+                         "so nothing was measured")
     if not files and not run.timed_out:
         hint = (
             "did the payload open aorta_core.payload.session() or call "
             "aorta_proton.payload.start()?"
-            if options.mode == "env"
+            if attached_mode(options, artifact_dir) == "env"
             else "see the trial's stderr"
         )
         warnings.warn(f"no profile written in {artifact_dir}; {hint}", stacklevel=2)

@@ -13,13 +13,14 @@ from pathlib import Path
 
 from aorta_core.api import TimelineSource
 from aorta_proton.options import ProtonOptions
+from aorta_proton.wrap import attached_mode
 
 
 def sources(artifact_dir: Path, options: ProtonOptions) -> list[TimelineSource]:
     """Every chrome trace Proton wrote; its rank is the ``rank<R>`` in its name, else 0 (the
     benchmark starts Proton on rank 0). Its tids are GPU streams. None: a warning says why,
     so that a timeline without a Proton lane is never silent."""
-    span = "iterations" if options.mode == "env" else "run"
+    span = "iterations" if attached_mode(options, artifact_dir) == "env" else "run"
     found = [TimelineSource(path, clock="relative", span=span, thread_name="stream {tid}")
              for path in sorted(artifact_dir.glob("*.chrome_trace"))]
     if not found:

@@ -23,7 +23,7 @@ def test_defaults_are_valid_and_render_no_mode():
     check(opts(), {"proton": opts()})
     assert render_mode(opts()) is None
     assert {f.name: f.default for f in dataclasses.fields(ProtonOptions)} == {
-        "mode": "cli",
+        "mode": "auto",
         "backend": "auto",
         "context": "shadow",
         "data": "tree",
@@ -37,7 +37,7 @@ def test_defaults_are_valid_and_render_no_mode():
 @pytest.mark.parametrize(
     ("key", "value", "listed"),
     [
-        ("mode", "cmd", "cli, env"),
+        ("mode", "cmd", "auto, cli, env"),
         ("backend", "cupti_pcsampling", "auto, cupti, roctracer, rocprofiler, instrumentation"),
         ("context", "stack", "shadow, python"),
         ("data", "hatchet", "tree, trace"),
@@ -68,8 +68,9 @@ def test_cli_accepts_backends_that_do_not_need_the_runtime_first(backend):
 @pytest.mark.parametrize("backend", ["roctracer", "rocprofiler"])
 def test_cli_refuses_pinned_queue_tracers_env_accepts_them(backend):
     with pytest.raises(OptionError, match=r"cannot be pinned under mode: cli.*mode: env"):
-        check(opts(backend=backend), {})
+        check(opts(backend=backend, mode="cli"), {})
     check(opts(backend=backend, mode="env"), {})
+    check(opts(backend=backend), {})  # auto: refused by the wrap if it picks cli
 
 
 @pytest.mark.parametrize("granularity", GRANULARITIES)

@@ -1,9 +1,11 @@
 """Proton inside the payload (``mode: env``) through ``aorta_core.payload.session``.
 
-Proton cannot start without a GPU (``0 active drivers``), so with no GPU (hidden where there is
-one) the path is proven up to that point: the sweep exports the variables, the benchmark's
-session finds Proton's hook, rank 0 tries to start it, the failure is one warning and the
-trial still passes. On a GPU host (marker ``gpu``) the same sweep profiles the benchmark.
+``collector=proton`` with the built-in benchmark takes env mode by itself (``mode: auto``: the
+benchmark opens the session). Proton cannot start without a GPU (``0 active drivers``), so with
+no GPU (hidden where there is one), past the sweep's own refusal of such a machine, the path is
+proven up to that point: the sweep exports the variables, the benchmark's session finds Proton's
+hook, rank 0 tries to start it, the workload goes on, and the trial is an error that says why
+nothing was measured. On a GPU host (marker ``gpu``) the same sweep profiles the benchmark.
 """
 
 from __future__ import annotations
@@ -26,34 +28,40 @@ def test_rank_0_of_an_env_mode_trial_gets_the_session():
                            context={"output_dir": "/o"}) is None
 
 
-def _env_mode_benchmark(tmp_path, env: dict[str, str]):
+def _benchmark(tmp_path, env: dict[str, str]):
+    """``collector=proton`` with the built-in benchmark, as typed (no mode given)."""
     out = tmp_path / "o"
     done = run_aorta(["sweep=repeat", "workload=benchmark", "trials=1", "workload.nproc=1",
-                      "workload.steps=2", "collector=proton", "collector.proton.mode=env",
-                      f"output={out}"], cwd=tmp_path, env={"OMP_NUM_THREADS": "1", **env},
-                     timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+                      "workload.steps=2", "collector=proton", f"output={out}"], cwd=tmp_path,
+                     env={"OMP_NUM_THREADS": "1", **env}, timeout=300)
+    return done, out
 
 
 @needs("triton")
-def test_benchmark_in_env_mode_tries_proton_and_goes_on(tmp_path):
-    out = _env_mode_benchmark(tmp_path, NO_GPU)
+def test_a_proton_that_fails_to_start_in_the_benchmark_is_the_trials_error(tmp_path):
+    done, out = _benchmark(tmp_path, {**NO_GPU, "AORTA_PROTON_GPU_CHECK": "0"})
+    assert done.returncode == 1, done.stderr[-3000:]
     (record,) = records(out)
-    assert record["verdict"] == "pass"
-    assert record["metrics"]["workload_steps"] == 2
+    assert record["argv_run"] == record["argv"] and sys.executable in record["argv_run"]
+    assert record["env_run"]["AORTA_PROTON_NAME"].endswith("/proton/proton")  # auto: env mode
+    assert record["verdict"] == "error" and record["exit_code"] == 0
+    assert record["error"].startswith("proton: Proton failed to start in the payload "
+                                      "(RuntimeError: 0 active drivers ")
+    assert record["error"].endswith("), so nothing was measured")
+    assert record["metrics"]["workload_steps"] == 2  # the workload went on without it
+    assert "proton" not in record["warnings"]  # not blamed on the payload's session
     stderr = (next(out.glob("cells/*/trial_000")) / record["stderr"]).read_text()
     assert "aorta payload: collector 'proton' session failed at start" in stderr
-    assert any("aorta_core.payload.session" in w for w in record["warnings"]["proton"])
-    assert sys.executable in record["argv_run"]
 
 
 @needs("triton")
 @needs_gpu()
-def test_benchmark_in_env_mode_on_a_gpu_is_profiled_by_proton(tmp_path):
-    out = _env_mode_benchmark(tmp_path, {})
+def test_collector_proton_profiles_the_benchmark_as_typed_on_a_gpu(tmp_path):
+    done, out = _benchmark(tmp_path, {})
+    assert done.returncode == 0, done.stderr[-3000:]
     (record,) = records(out)
     assert record["verdict"] == "pass" and record["auto"]["profile"] == "gpu"
+    assert "AORTA_PROTON_NAME" in record["env_run"]  # auto: env mode
     stderr = (next(out.glob("cells/*/trial_000")) / record["stderr"]).read_text()
     assert "session failed at start" not in stderr
     assert record["metrics"]["proton_kernel_count"] > 0

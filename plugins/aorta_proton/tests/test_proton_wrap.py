@@ -30,6 +30,7 @@ def launch(*argv: str, **env: str) -> Launch:
 
 
 def wrap(launch_: Launch, tmp_path: Path, **options) -> Launch:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the core hands over an existing folder
     return plugin.wrap_argv(launch=launch_, options=ProtonOptions(**options), artifact_dir=tmp_path)
 
 
@@ -171,6 +172,38 @@ def test_env_mode_optional_variables_and_stale_ones_dropped(tmp_path):
     assert out.env["AORTA_PROTON_HOOK"] == "triton"
     auto = wrap(stale, tmp_path / "auto", mode="env")
     assert "AORTA_PROTON_BACKEND" not in auto.env and "AORTA_PROTON_MODE" not in auto.env
+
+
+BENCHMARK = (PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1", "-m",
+             "aorta_core.benchmark", "device=cpu")
+
+
+@needs_triton
+def test_auto_takes_env_for_the_built_in_benchmark_cli_for_a_script_and_notes_which(tmp_path):
+    bench = wrap(launch(*BENCHMARK), tmp_path / "bench")
+    assert bench.argv == BENCHMARK
+    assert bench.env["AORTA_PROTON_NAME"] == str(tmp_path / "bench" / "proton")
+    assert (tmp_path / "bench" / "attach-mode.txt").read_text() == "env\n"
+    script = wrap(launch(PY, "train.py"), tmp_path / "script")
+    assert script.argv[:3] == (PY, "-m", "aorta_proton.cli_runner")
+    assert "AORTA_PROTON_NAME" not in script.env
+    assert (tmp_path / "script" / "attach-mode.txt").read_text() == "cli\n"
+    wrap(launch(PY, "train.py"), tmp_path / "given", mode="cli")
+    assert not (tmp_path / "given" / "attach-mode.txt").exists()  # the option says it
+    for folder, span in (("bench", "iterations"), ("script", "run")):  # on the timeline
+        (tmp_path / folder / "proton.chrome_trace").write_text("[]")
+        (source,) = plugin.timeline_sources(artifact_dir=tmp_path / folder,
+                                            options=ProtonOptions(data="trace"))
+        assert source.span == span
+
+
+@pytest.mark.parametrize("backend", ["roctracer", "rocprofiler"])
+def test_auto_refuses_a_pinned_queue_tracer_only_where_it_picks_cli(tmp_path, backend):
+    python = standin_python(tmp_path / "py", "3.8.0")
+    with pytest.raises(SetupError, match=rf"backend='{backend}' cannot be pinned under mode: cli"):
+        wrap(launch(python, "train.py"), tmp_path / "script", backend=backend)
+    bench = wrap(launch(python, *BENCHMARK[1:]), tmp_path / "bench", backend=backend)
+    assert bench.env["AORTA_PROTON_BACKEND"] == backend
 
 
 @needs_triton

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 MODES = ("wrap", "env")
 ACTIVITIES = ("cpu", "cuda")
-STEP_ON = ("optimizer", "manual", "run")
+STEP_ON = ("auto", "optimizer", "manual", "run")
 
 
 @dataclass
@@ -30,9 +30,10 @@ class TorchprofOptions:
     #: Number of wait/warmup/active cycles; 0 repeats until the run ends.
     repeat: int = 1
     #: What advances the schedule: every ``optimizer.step()`` (global hook), an explicit
-    #: ``aorta_torchprof.session.step()`` call in the payload, or ``run``: the whole run is one
-    #: recorded window (schedule fields ignored).
-    step_on: str = "optimizer"
+    #: ``aorta_torchprof.session.step()`` call in the payload, ``run``: the whole run is one
+    #: recorded window (schedule fields ignored), or ``auto``: the optimizer's steps when there
+    #: are any, else the whole run (a script without an optimizer is measured too).
+    step_on: str = "auto"
     record_shapes: bool = False
     profile_memory: bool = False
     with_stack: bool = False

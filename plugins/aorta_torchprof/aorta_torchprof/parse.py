@@ -31,7 +31,7 @@ from aorta_core.api import (
     read_limited,
 )
 from aorta_torchprof.hta_overlap import Overlap
-from aorta_torchprof.session import NO_TRACE_SUFFIX
+from aorta_torchprof.session import NO_TRACE_SUFFIX, STEP_ON_SUFFIX
 from aorta_torchprof.summary import FileSummary, GpuLane, summarise
 
 TOP_N = 5
@@ -40,7 +40,7 @@ TOP_N = 5
 #: pieces (:func:`aorta_torchprof.trace.decode_lane`) peaks near 1x, but a small, gzipped or
 #: uncuttable trace is decoded whole.
 MEMORY_PER_BYTE = 2.5
-#: A session's no-trace note is one line.
+#: A session's no-trace or step-on note is one line.
 _NOTE_LIMIT = 4096
 
 
@@ -96,13 +96,18 @@ def _summaries(files: list[Path], artifact_dir: Path, drop_last: bool) -> list[F
     return out
 
 
+def _notes(artifact_dir: Path, suffix: str) -> list[str]:
+    """What the ranks' sessions wrote in their ``rank<R><suffix>`` notes, rank by rank."""
+    notes = sorted(artifact_dir.glob(f"rank*{suffix}")) if artifact_dir.is_dir() else []
+    return [read_limited(n, artifact_dir, _NOTE_LIMIT).decode(errors="replace").strip()
+            for n in notes]
+
+
 def _no_trace_reason(artifact_dir: Path) -> str:
     """What the ranks' sessions said when they wrote no trace, or where to look."""
-    notes = sorted(artifact_dir.glob(f"rank*{NO_TRACE_SUFFIX}")) if artifact_dir.is_dir() else []
-    said = [read_limited(n, artifact_dir, _NOTE_LIMIT).decode(errors="replace").strip()
-            for n in notes]
-    return "; ".join(said) or ("nothing wrote one there (the workload ended before a profiler "
-                               "exported a trace, or it crashed first); see the trial's stderr.log")
+    return "; ".join(_notes(artifact_dir, NO_TRACE_SUFFIX)) or (
+        "nothing wrote one there (the workload ended before a profiler exported a trace, or it "
+        "crashed first); see the trial's stderr.log")
 
 
 def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
@@ -122,6 +127,9 @@ def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
         metrics.update(_gpu_metrics(lanes))
     else:
         metrics.update(_cpu_metrics([s.cpu_ops for s in summaries if s.cpu_ops]))
+    followed = sorted(set(_notes(artifact_dir, STEP_ON_SUFFIX)) - {""})
+    if followed:  # step_on=auto: the optimizer's steps, or the whole run (ranks apart: both)
+        metrics["torchprof_step_on"] = ",".join(followed)
     return metrics
 
 

@@ -4,8 +4,9 @@ Used by the runner (wrap mode) and, through :func:`payload_session` (the collect
 ``payload_session`` hook), by any workload that opens ``aorta_core.payload.session``:
 it reads the ``AORTA_TORCHPROF_DIR`` / ``AORTA_TORCHPROF_OPTIONS`` contract (env mode) or the
 workload's own ``torch_profiler`` request, names every output with the rank (``rank<R>``) and
-advances the schedule on optimizer steps, the workload's steps (``step_on=manual``), or not at
-all (``step_on=run``). torch is imported lazily so the plugin stays cheap to load.
+advances the schedule on optimizer steps, the workload's steps (``step_on=manual``), not at
+all (``step_on=run``), or on optimizer steps when there are any, else not at all
+(``step_on=auto``). torch is imported lazily so the plugin stays cheap to load.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from aorta_torchprof.options import TorchprofOptions
 
 #: ``rank<R>.no-trace.txt``: why a rank's session wrote no trace, for the parser to report.
 NO_TRACE_SUFFIX = ".no-trace.txt"
+#: ``rank<R>.step-on.txt``: what ``step_on=auto`` followed on that rank (``optimizer`` or
+#: ``run``), for the parser to publish: the record says which it was.
+STEP_ON_SUFFIX = ".step-on.txt"
 
 DIR_ENV = "AORTA_TORCHPROF_DIR"
 OPTIONS_ENV = "AORTA_TORCHPROF_OPTIONS"
@@ -95,42 +99,81 @@ class Session:
         self.saved: list[Path] = []
         self._prof: Any = None
         self._hook: Any = None
+        #: What advances the schedule: ``step_on``, or what ``auto`` turned out to be
+        #: (``run`` until an optimizer steps, where it records the whole run).
+        self.followed = options.step_on
+        #: Recording without a schedule (``run``, and ``auto`` until an optimizer steps).
+        self._whole_run = False
         self.activities: list[str] = []
 
     def start(self) -> None:
+        """Start profiling. ``step_on=auto`` records the whole run until an optimizer steps
+        (then it follows the optimizer, as ``optimizer`` does), except in a process of a
+        distributed launch (``WORLD_SIZE`` set), where it follows the optimizer from the start:
+        with torch 2.13, a gloo process group created while the profiler records deadlocked at
+        its teardown in 3 of 8 runs."""
         global _active
         import torch
-        from torch.profiler import ProfilerActivity, profile, schedule
 
         opts = self.options
         names = opts.activities or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
         self.activities = list(names)
-        table = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
-        sched = None
-        if opts.step_on != "run":
-            sched = schedule(
-                skip_first=opts.skip_first,
-                wait=opts.wait,
-                warmup=opts.warmup,
-                active=opts.active,
-                repeat=opts.repeat,
-            )
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self._prof = profile(
-            activities=[table[n] for n in names],
-            schedule=sched,
+        auto = opts.step_on == "auto"
+        from_start = auto and self._records_first_step()  # the schedule records step 0 anyway
+        if auto:
+            whole = from_start or "WORLD_SIZE" not in os.environ
+            self.followed = "run" if whole else "optimizer"
+        self._whole_run = opts.step_on == "run" or (self.followed == "run" and not from_start)
+        self._prof = self._profile()
+        self._prof.start()
+        if opts.step_on in ("optimizer", "auto"):
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+
+            self._hook = register_optimizer_step_post_hook(lambda *_: self._optimizer_stepped())
+        _active = self
+
+    def _schedule(self) -> Any:
+        from torch.profiler import schedule
+
+        opts = self.options
+        return schedule(skip_first=opts.skip_first, wait=opts.wait, warmup=opts.warmup,
+                        active=opts.active, repeat=opts.repeat)
+
+    def _records_first_step(self) -> bool:
+        from torch.profiler import ProfilerAction
+
+        recording = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        return self._schedule()(0) in recording
+
+    def _profile(self) -> Any:
+        """A profiler with the options; with no schedule while it records the whole run."""
+        from torch.profiler import ProfilerActivity, profile
+
+        opts = self.options
+        table = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA}
+        return profile(
+            activities=[table[n] for n in self.activities],
+            schedule=None if self._whole_run else self._schedule(),
             on_trace_ready=self._trace_ready,
             record_shapes=opts.record_shapes,
             profile_memory=opts.profile_memory,
             with_stack=opts.with_stack,
             with_flops=opts.with_flops,
         )
-        self._prof.start()
-        if opts.step_on == "optimizer":
-            from torch.optim.optimizer import register_optimizer_step_post_hook
 
-            self._hook = register_optimizer_step_post_hook(lambda *_: self._advance())
-        _active = self
+    def _optimizer_stepped(self) -> None:
+        """An optimizer stepped. The first step of an ``auto`` session that records the whole
+        run without a schedule drops that recording and starts the optimizer's schedule at its
+        step 1, where ``step_on=optimizer`` would be by now."""
+        if self._whole_run:
+            self._prof.on_trace_ready = None  # what ran before the first step is not kept
+            self._prof.stop()
+            self._whole_run = False
+            self._prof = self._profile()
+            self._prof.start()
+        self.followed = "optimizer"
+        self._advance()
 
     def step(self) -> None:
         """One iteration of the workload ended; the schedule advances with ``step_on=manual``."""
@@ -161,15 +204,21 @@ class Session:
             if failed:
                 why = (f"rank {self.rank} wrote no trace: the workload failed (exit status "
                        f"{workload_status}) after {self.steps} steps with "
-                       f"step_on={self.options.step_on}, before the schedule reached an "
+                       f"step_on={self._step_on_said()}, before the schedule reached an "
                        "active step; its error is in the trial's stderr.log")
             else:
                 why = (f"rank {self.rank} wrote no trace: the schedule never reached an active "
-                       f"step ({self.steps} steps seen with step_on={self.options.step_on}); "
+                       f"step ({self.steps} steps seen with step_on={self._step_on_said()}); "
                        "set collector.torchprof.step_on=run or lower wait/warmup/skip_first")
                 print(f"aorta-torchprof: {why}", file=sys.stderr)
             # The parser says it in the record's warnings, where the user looks first.
             (self.out_dir / f"rank{self.rank}{NO_TRACE_SUFFIX}").write_text(why + "\n")
+        if self.options.step_on == "auto":
+            (self.out_dir / f"rank{self.rank}{STEP_ON_SUFFIX}").write_text(self.followed + "\n")
+
+    def _step_on_said(self) -> str:
+        auto = self.options.step_on == "auto"
+        return f"auto, following the {self.followed}" if auto else self.options.step_on
 
     def _trace_ready(self, prof: Any) -> None:
         opts = self.options
@@ -181,7 +230,7 @@ class Session:
             tensorboard_trace_handler(str(folder), f"rank{self.rank}", use_gzip=opts.gzip)(prof)
             self.saved.extend(sorted(set(folder.glob("*")) - before))
         elif opts.chrome_trace:
-            step = "" if opts.step_on == "run" else f".step{prof.step_num}"
+            step = "" if self.followed == "run" else f".step{prof.step_num}"
             suffix = ".pt.trace.json.gz" if opts.gzip else ".pt.trace.json"
             path = self.out_dir / f"rank{self.rank}{step}{suffix}"
             prof.export_chrome_trace(str(path))

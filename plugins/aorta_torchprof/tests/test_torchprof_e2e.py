@@ -64,19 +64,20 @@ class _Lists(HTMLParser):
 HEAP_CORRUPTED = "malloc(): unsorted double linked list corrupted"
 
 
-def _sweep(tmp_path: Path, *command: str) -> dict:
+def _sweep(tmp_path: Path, *command: str, overrides: tuple[str, ...] = ()) -> dict:
     """The sweep's matrix; run once more (in a fresh folder) only when a rank died of the
     upstream heap corruption, so that the test still fails on any fault of aorta's."""
-    done = _run_sweep(tmp_path, *command)
+    done = _run_sweep(tmp_path, *command, overrides=overrides)
     logs = list(tmp_path.glob("cells/*/trial_*/stderr.log"))
     if done.returncode != 0 and any(HEAP_CORRUPTED in p.read_text(errors="replace") for p in logs):
         shutil.rmtree(tmp_path)
-        done = _run_sweep(tmp_path, *command)
+        done = _run_sweep(tmp_path, *command, overrides=overrides)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads((tmp_path / "matrix.json").read_text())
 
 
-def _run_sweep(tmp_path: Path, *command: str) -> subprocess.CompletedProcess:
+def _run_sweep(tmp_path: Path, *command: str, overrides: tuple[str, ...] = ()
+               ) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
     return subprocess.run(
         [
@@ -88,6 +89,7 @@ def _run_sweep(tmp_path: Path, *command: str) -> subprocess.CompletedProcess:
             "trials=1",
             f"output={tmp_path}",
             "collector.torchprof.active=2",
+            *overrides,
             "--",
             *command,
         ],
@@ -112,8 +114,9 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     record = json.loads(next(out.glob("cells/*/trial_000/record.json")).read_text())
     assert record["verdict"] == "pass"
     assert "aorta_torchprof.runner" in record["argv_run"]
-    traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).iterdir())
+    traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).glob("*.json"))
     assert traces == [f"rank{r}.step4.pt.trace.json" for r in range(ranks)]
+    assert record["metrics"]["torchprof_step_on"] == "optimizer"  # the default, step_on=auto
     # The CPU operators reach both reports, hottest first, through the core's generic section
     # of list-valued metrics (torchprof adds no section of its own: once, not twice).
     hottest = matrix["cells"][0]["metrics_text"]["torchprof_top_cpu_ops"]
@@ -157,5 +160,49 @@ def test_a_failing_payload_keeps_its_own_error_in_the_record(tmp_path: Path) -> 
     assert "wrote no trace" not in stderr
     assert record["warnings"]["torchprof"] == [
         f"torchprof: no Kineto trace (*.json, *.json.gz) in {trial / 'torchprof'}: rank 0 wrote "
-        "no trace: the workload failed (exit status 2) after 1 steps with step_on=optimizer, "
-        "before the schedule reached an active step; its error is in the trial's stderr.log"]
+        "no trace: the workload failed (exit status 2) after 1 steps with step_on=auto, "
+        "following the optimizer, before the schedule reached an active step; its error is in "
+        "the trial's stderr.log"]
+
+
+def test_by_default_a_script_without_an_optimizer_is_measured_as_one_run(tmp_path: Path) -> None:
+    """``step_on=auto``: no optimizer steps, so the whole run is one recorded window, and the
+    record says which it followed (``step_on=optimizer`` records nothing here)."""
+    script = tmp_path / "no_optimizer.py"
+    script.write_text("import torch\nx = torch.randn(64, 64)\n"
+                      "for _ in range(3):\n    x = (x @ x).tanh()\n")
+    out = tmp_path / "sweep"
+    _sweep(out, sys.executable, str(script))
+    trial = next(out.glob("cells/*/trial_000"))
+    record = json.loads((trial / "record.json").read_text())
+    assert record["verdict"] == "pass" and "torchprof" not in record["warnings"]
+    assert record["metrics"]["torchprof_step_on"] == "run"
+    assert record["metrics"]["torchprof_cpu_op_count"] > 0
+    assert "aten::mm" in record["metrics"]["torchprof_top_cpu_ops"]
+    assert sorted(p.name for p in (trial / "torchprof").iterdir()) == [
+        "rank0.pt.trace.json", "rank0.step-on.txt"]
+
+
+def _profiler_steps(trace: Path) -> list[str]:
+    events = json.loads(trace.read_text())["traceEvents"]
+    return sorted({e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")})
+
+
+def test_by_default_a_script_with_an_optimizer_steps_as_step_on_optimizer(tmp_path: Path
+                                                                           ) -> None:
+    """``step_on=auto`` beside ``step_on=optimizer`` on the same script: the same trace file and
+    the same recorded steps; auto's record says it followed the optimizer."""
+    out = tmp_path / "sweep"
+    _sweep(out, sys.executable, str(TRAIN), "--steps", "6", "--width", "32", "--device", "cpu",
+           overrides=("-m", "collector.torchprof.step_on=auto,optimizer"))
+    by_step_on = {}
+    for path in out.glob("cells/*/trial_000/record.json"):
+        record = json.loads(path.read_text())
+        traces = sorted((path.parent / "torchprof").glob("*.json"))
+        by_step_on[record["axes"]["collector.torchprof.step_on"]] = (
+            record, [t.name for t in traces], [_profiler_steps(t) for t in traces])
+    auto, optimizer = by_step_on["auto"], by_step_on["optimizer"]
+    assert auto[1:] == optimizer[1:] == (["rank0.step4.pt.trace.json"],
+                                         [["ProfilerStep#2", "ProfilerStep#3"]])
+    assert auto[0]["metrics"]["torchprof_step_on"] == "optimizer"
+    assert "torchprof_step_on" not in optimizer[0]["metrics"]  # the option says it

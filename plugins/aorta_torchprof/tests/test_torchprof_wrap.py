@@ -123,9 +123,11 @@ def test_runner_keeps_exit_code_and_writes_trace(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "rank0.key_averages.txt",
+        "rank0.step-on.txt",  # step_on=auto: what it followed
         "rank0.step5.pt.trace.json.gz",
     ]
-    assert parse_dir(tmp_path)["torchprof_cpu_op_count"] > 0
+    metrics = parse_dir(tmp_path)
+    assert metrics["torchprof_cpu_op_count"] > 0 and metrics["torchprof_step_on"] == "optimizer"
 
 
 def test_runner_exception_exits_1_with_traceback(tmp_path: Path) -> None:
@@ -165,7 +167,7 @@ def test_manual_step_and_short_schedule_warning(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "m").iterdir()] == [
         "rank0.step3.pt.trace.json"
     ]  # warmup 1 + active 2
-    done = _run(_wrap([sys.executable, str(script)], tmp_path / "o", wait=5))
+    done = _run(_wrap([sys.executable, str(script)], tmp_path / "o", wait=5, step_on="optimizer"))
     assert "wrote no trace" in done.stderr
     # the parser says why in the record's warnings, not only in the trial's stderr
     with warnings.catch_warnings(record=True) as caught:
@@ -195,9 +197,13 @@ def test_torchrun_gloo_every_rank_profiled(tmp_path: Path) -> None:
     done = _run(_wrap(argv, tmp_path, active=2))
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "rank0.step-on.txt",
         "rank0.step4.pt.trace.json",
+        "rank1.step-on.txt",
         "rank1.step4.pt.trace.json",
     ]
     metrics = parse_dir(tmp_path)
     assert metrics["torchprof_rank_count"] == 2
+    # step_on=auto in a distributed launch: the optimizer's steps from the start, as before
+    assert metrics["torchprof_step_on"] == "optimizer"
     assert "c10d::allreduce_" in metrics["torchprof_top_cpu_ops"]
