@@ -484,3 +484,23 @@ def test_a_report_section_that_queries_with_polars_is_not_stuck_after_the_matrix
     assert done.returncode == 0, done.stderr
     assert "did not return" not in done.stderr
     assert "1 cell(s) summed" in (out / "perf.md").read_text()
+
+
+def test_plugins_load_once_polars_threads_run(tmp_path: Path, plugin_site):
+    """A tool that read a table before it loaded the plugins has polars' pool running: there is
+    no child to try an import in, and a try in a thread would register each plugin twice (every
+    collector unusable, "Plugin name already registered"). Each loads once, as it would first."""
+    plugin_site.add("tally", GOOD_COLLECTOR.format(name="tally", order=50))
+    script = (
+        "import polars as pl\n"
+        "pl.DataFrame({'a': list(range(100_000))}).group_by('a').agg(pl.len())\n"
+        "from aorta_core.engine.isolation import _threads_no_child_has\n"
+        "from aorta_core.engine.plugins import load_registry\n"
+        "assert _threads_no_child_has()\n"
+        "for s in load_registry().statuses: print(s.name, s.status, s.error)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, **plugin_site.env}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    statuses = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert statuses["tally"] == "ok None", done.stdout
+    assert all(not s.startswith("error") for s in statuses.values()), done.stdout

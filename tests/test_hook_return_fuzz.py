@@ -205,14 +205,16 @@ def plugin(tmp_path_factory):
     """The hostile collector, installed and loaded alone (the registry is loaded again after)."""
     site = PluginSite(tmp_path_factory.mktemp("site"))
     site.add("hostile", HOSTILE)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(site.root))
-        patch.setenv("AORTA_LOAD_PLUGINS", "hostile")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.syspath_prepend(str(site.root))
+            patch.setenv("AORTA_LOAD_PLUGINS", "hostile")
+            load_registry.cache_clear()
+            registry = load_registry()
+            assert "hostile" in registry.collectors, registry.statuses
+            yield registry, sys.modules["aorta_test_hostile.plugin"]
+    finally:  # the other tests' registry, whatever happened here
         load_registry.cache_clear()
-        registry = load_registry()
-        assert "hostile" in registry.collectors, registry.statuses
-        yield registry, sys.modules["aorta_test_hostile.plugin"]
-    load_registry.cache_clear()
 
 
 def _one_line(text: object) -> None:

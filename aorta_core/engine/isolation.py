@@ -122,8 +122,12 @@ def load_in_process(fn: Callable[[], Any], timeout_s: float | None = DEFAULT_HOO
     (its value left there), where an exit, a hang or a crash costs only this call; once it
     returned there it runs here, its exceptions one line, and what it changes of the working
     directory, ``os.environ``, ``sys.stdout`` and ``sys.stderr`` undone without a second
-    warning. Only a plugin that acts otherwise the second time could hang or end aorta here."""
-    tried = call_hook(lambda: _left_there(fn()), timeout_s)
+    warning. Only a plugin that acts otherwise the second time could hang or end aorta here.
+    Once polars' threads run here there is no child to try it in (a try in a thread of this
+    process would import and register it twice): it runs here once."""
+    tried = HookOutcome()
+    if not _threads_no_child_has():
+        tried = call_hook(lambda: _left_there(fn()), timeout_s)
     if tried.failure is not None:
         return tried
     state, streams = _ProcessState(), (sys.stdout, sys.stderr)

@@ -11,8 +11,10 @@ from pathlib import Path
 
 
 def aorta(*args: str) -> subprocess.CompletedProcess:
+    """``python -m aorta_core`` run from the scratch folder: from the checkout, its aorta_core/
+    would shadow the installed aorta-core (and say so)."""
     return subprocess.run([sys.executable, "-m", "aorta_core", *args], capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, cwd=sys.argv[1])
 
 
 def main() -> None:
