@@ -7,9 +7,11 @@ silently be left out of the wheel: these tests keep every folder a package.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from importlib.util import find_spec
@@ -105,3 +107,47 @@ def test_the_built_wheel_holds_every_module_and_config_of_the_checkout(tmp_path:
 def _sources(top: Path) -> list[Path]:
     return [p for p in top.rglob("*")
             if p.suffix in (".py", ".yaml") and "__pycache__" not in p.parts]
+
+
+def _shadowing_checkout(tmp_path: Path) -> Path:
+    """A folder holding a copy of aorta_core/ (the source alone, as a checkout has it beside
+    conf/): run from there, it is the aorta_core Python imports."""
+    shutil.copytree(PACKAGE, tmp_path / "aorta_core",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return tmp_path
+
+
+def _aorta(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m`` with site-packages on the path but no ``.pth`` file run (``-S``): an
+    editable install's finder would otherwise map aorta_core.conf to this checkout's conf/,
+    wherever aorta_core came from, as a wheel install does not."""
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": sysconfig.get_path("purelib")}
+    return subprocess.run([sys.executable, "-S", "-m", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_checkout_that_shadows_the_install_is_one_line(tmp_path: Path):
+    """From a folder whose aorta_core/ holds no config tree, the sweep and the benchmark name the
+    folder and the way out (Hydra alone says "Primary config module ... not found")."""
+    where = _shadowing_checkout(tmp_path)
+    for args, prefix in ((["aorta_core", "sweep=repeat", "--", "true"], "aorta: error: "),
+                         (["aorta_core.benchmark"], "aorta benchmark: ")):
+        done = _aorta(where, *args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"{prefix}aorta_core is imported from "
+                                      f"{where / 'aorta_core'}, which holds no config tree"), \
+            done.stderr
+        assert len(done.stderr.splitlines()) == 1 and "pip install -e" in done.stderr
+
+
+def test_a_conf_folder_an_older_checkout_left_is_named_for_removal(tmp_path: Path):
+    """Moving conf/ out of aorta_core/ (git pull) leaves aorta_core/conf/ with its caches: a
+    namespace package that hides the installed tree. One line names it and how to remove it."""
+    where = _shadowing_checkout(tmp_path)
+    left = where / "aorta_core" / "conf" / "workload" / "__pycache__"
+    left.mkdir(parents=True)
+    done = _aorta(where, "aorta_core", "sweep=repeat", "--", "true")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"aorta: error: {where / 'aorta_core' / 'conf'} hides aorta's config "
+                           "tree (aorta_core.conf): a folder without __init__.py, left by an "
+                           f"older aorta; remove it: rm -r '{where / 'aorta_core' / 'conf'}'\n")

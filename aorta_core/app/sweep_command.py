@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from aorta_core.app.config_tree import config_tree_missing
 from aorta_core.engine.argv import split_command
 from aorta_core.engine.progress import console, error_line, escape, warning_line
 
@@ -38,25 +39,9 @@ def load_registry_or_exit(only: str | None = None):
     return registry
 
 
-def _config_tree_missing() -> str | None:
-    """Why aorta's config tree cannot be found: the ``aorta_core`` imported is a checkout's
-    folder (the working folder comes first on ``sys.path``), whose tree lies beside it in
-    ``conf/`` and reaches ``aorta_core.conf`` only through an install."""
-    from importlib.util import find_spec
-
-    if find_spec("aorta_core.conf") is not None:
-        return None
-    import aorta_core
-
-    where = Path(aorta_core.__file__).parent
-    return (f"aorta_core is imported from {where}, which holds no config tree "
-            "(aorta_core.conf): a checkout of aorta there shadows the installed package; run "
-            f"from another folder, or install the checkout: pip install -e {where.parent}")
-
-
 def run_sweep(args: list[str]) -> int:
     hydra_args, command = split_command(args)
-    missing = _config_tree_missing()
+    missing = config_tree_missing()
     if missing is not None:
         error_line(missing)
         return 2

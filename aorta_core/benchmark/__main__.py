@@ -15,6 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.api.launch import exit_without_teardown
 from aorta_core.api.ranks import rank_from_env
+from aorta_core.app.config_tree import config_tree_missing
 from aorta_core.benchmark.config import ConfigError, check_inject, compose_config
 
 
@@ -64,6 +65,10 @@ def split_argv(argv: list[str]) -> tuple[list[str], str | None, list[tuple[str, 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    missing = config_tree_missing()
+    if missing is not None:
+        print(f"aorta benchmark: {missing}", file=sys.stderr)
+        return 2
     try:
         overrides, config_file, pairs = split_argv(argv)
         cfg = compose_config(overrides, config_file, pairs)

@@ -8,6 +8,27 @@ OUT=${OUT:?set OUT}
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export PYTHONUNBUFFERED=1 AORTA_REPORT_PNG=0 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
   NVSHMEM_DISABLE_NVLS=1
+# A device copy keeps files this checkout has since moved or deleted (an old aorta_core/conf/
+# hid the installed config tree): with .carry/tree.txt (`git ls-files -z --cached --others
+# --exclude-standard > .carry/tree.txt` before the call) every other source file goes.
+[ -f .carry/tree.txt ] && python3 - <<'PRUNE'
+import os, shutil
+keep = set(open(".carry/tree.txt", encoding="utf-8").read().split("\0"))
+skip = {".git", ".carry", ".nox", ".hypothesis"}
+for top, dirs, files in os.walk(".", topdown=False):
+    if skip & set(top.split(os.sep)) or ".egg-info" in top:
+        continue
+    if os.path.basename(top) == "__pycache__":
+        shutil.rmtree(top)
+        continue
+    for name in files:
+        path = os.path.relpath(os.path.join(top, name))
+        if path not in keep:
+            os.remove(path)
+            print("removed stale", path)
+    if top != "." and not os.listdir(top):
+        os.rmdir(top)
+PRUNE
 SITE=/tmp/site312
 mkdir -p "$SITE" "$OUT"
 [ -f "$SITE/.unpacked" ] || { tar xJf .carry/site312.tar.xz -C "$SITE" && touch "$SITE/.unpacked"; }
