@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tomllib
 import zipfile
 from importlib.util import find_spec
@@ -118,10 +117,12 @@ def _shadowing_checkout(tmp_path: Path) -> Path:
 
 
 def _aorta(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    """``python -m`` with site-packages on the path but no ``.pth`` file run (``-S``): an
-    editable install's finder would otherwise map aorta_core.conf to this checkout's conf/,
-    wherever aorta_core came from, as a wheel install does not."""
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": sysconfig.get_path("purelib")}
+    """``python -m`` with this Python's import path (site-packages and what its ``.pth`` files
+    added) but no ``.pth`` file run (``-S``): an editable install's finder would otherwise map
+    aorta_core.conf to this checkout's conf/, wherever aorta_core came from, as a wheel install
+    does not."""
+    path = [p for p in sys.path if p and Path(p).resolve() != ROOT]
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.run([sys.executable, "-S", "-m", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from aorta_core.app.config_tree import config_tree_missing
 from aorta_core.engine.argv import split_command
+from aorta_core.engine.config_tree import config_tree_missing
 from aorta_core.engine.progress import console, error_line, escape, warning_line
 
 _INFO_FLAGS = ("--hydra-help", "--info", "-i", "--cfg", "-c")

@@ -15,8 +15,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from aorta_core.api.launch import exit_without_teardown
 from aorta_core.api.ranks import rank_from_env
-from aorta_core.app.config_tree import config_tree_missing
 from aorta_core.benchmark.config import ConfigError, check_inject, compose_config
+from aorta_core.engine.config_tree import config_tree_missing
 
 
 def _one_line(exc: BaseException) -> str:

@@ -310,11 +310,12 @@ def _remove_deep(top: Path) -> None:
 @pytest.fixture
 def deep_trial(tmp_path):
     """The real traces in a trial 3,000 folders deep twice (beside them and under the trial),
-    rank 1's trace with one event whose ``args`` nest 5,000 levels."""
+    rank 1's trace with one event whose ``args`` nest 50,000 levels: past what msgspec decodes
+    on any Python (its C recursion limit: 1,000 on 3.11, 8,000 on 3.12, which read 5,000)."""
     trial = _trial(tmp_path)
     doc = _trace(trial, 1)
     _write_trace(trial, 1, doc, ['{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1, '
-                                 '"args": ' + "[" * 5000 + "]" * 5000 + "}"])
+                                 '"args": ' + "[" * 50_000 + "]" * 50_000 + "}"])
     tops = [trial / "deep", trial / "benchmark" / "torch_profiler" / "deep"]
     for top in tops:
         _deep_folders(top, 3000)
@@ -323,7 +324,7 @@ def deep_trial(tmp_path):
         _remove_deep(top)
 
 
-def test_args_5000_deep_and_3000_folders_cost_one_line_each(deep_trial, tmp_path):
+def test_args_50000_deep_and_3000_folders_cost_one_line_each(deep_trial, tmp_path):
     """Rank 1's trace is skipped with one line (msgspec's recursion limit: was a RecursionError
     traceback), the folders past 64 levels are named once per folder searched (``os.walk`` and
     ``Path.rglob`` recursed past Python's limit), and rank 0 is merged and diagnosed."""
