@@ -19,7 +19,7 @@ from aorta_core.api.oneline import exception_line
 from aorta_core.engine.argv import from_config
 from aorta_core.engine.auto import AutoChoice, AutoError, resolve, uses_workload
 from aorta_core.engine.claims import claims_of, conflict
-from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, HookOutcome, call_hook
+from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
 from aorta_core.engine.plugins import Registry
 from aorta_core.engine.settings import CoreSettings, SettingsError, core_settings
 
@@ -146,23 +146,24 @@ def checked_collectors(cfg: DictConfig, registry: Registry, timeout_s: float | N
     machine, where the cell's trials run (``check_machine``)."""
     options = valid_options(cfg, registry, timeout_s)
     for name, opts in options.items():
-        outcome = _machine_check(name, opts, registry, timeout_s)
-        if isinstance(outcome.error, SetupError):
-            raise ConfigError(_cannot_measure(name, outcome.error))
-        if outcome.failure is not None:
-            raise ConfigError(f"collector.{name}: check_machine failed: {outcome.failure}")
+        line = _machine_refusal(name, opts, registry, timeout_s, failed_too=True)
+        if line is not None:
+            raise ConfigError(line)
     return options
 
 
-def _machine_check(name: str, options: Any, registry: Registry, timeout_s: float | None
-                   ) -> HookOutcome:
-    return call_hook(lambda: registry.call(name, "check_machine", options=options) and None,
-                     timeout_s)  # its answer is not used: none is sent back
-
-
-def _cannot_measure(name: str, error: SetupError) -> str:
-    return (f"collector {name} cannot measure on this machine: "
-            f"{exception_line(error).removeprefix('SetupError: ')}")
+def _machine_refusal(name: str, options: Any, registry: Registry, timeout_s: float | None,
+                     failed_too: bool) -> str | None:
+    """Why collector ``name`` cannot measure here (its ``check_machine`` raised SetupError);
+    ``failed_too``: also a check that failed otherwise. None when it can."""
+    outcome = call_hook(lambda: registry.call(name, "check_machine", options=options) and None,
+                        timeout_s)  # its answer is not used: none is sent back
+    if isinstance(outcome.error, SetupError):
+        return (f"collector {name} cannot measure on this machine: "
+                f"{exception_line(outcome.error).removeprefix('SetupError: ')}")
+    if failed_too and outcome.failure is not None:
+        return f"collector.{name}: check_machine failed: {outcome.failure}"
+    return None
 
 
 def valid_options(cfg: DictConfig, registry: Registry, timeout_s: float | None
@@ -217,9 +218,9 @@ def unmeasurable_here(cfgs: list[DictConfig], registry: Registry, timeout_s: flo
         for name, opts in options.items():
             if (name, repr(opts)) not in checked:
                 checked.add((name, repr(opts)))
-                outcome = _machine_check(name, opts, registry, timeout_s)
-                if isinstance(outcome.error, SetupError):
-                    return _cannot_measure(name, outcome.error)
+                line = _machine_refusal(name, opts, registry, timeout_s, failed_too=False)
+                if line is not None:
+                    return line
     return None
 
 
