@@ -233,7 +233,8 @@ def cmd_compare(ns: argparse.Namespace) -> int:
                          alpha=ns.alpha, fail_on=ns.fail_on,
                          allow_env_mismatch=ns.allow_env_mismatch,
                          pairs=[tuple(p) for p in ns.pair or []],
-                         match=None if ns.match is None else ns.match.split(","))
+                         match=None if ns.match is None else ns.match.split(","),
+                         floor_runs=ns.noise_floor)
     except CompareError as exc:
         error_line(str(exc))
         return 2
@@ -464,10 +465,15 @@ def _add_report_parsers(sub) -> None:
     c.add_argument("candidate", help="output folder of the candidate sweep (run B)")
     c.add_argument("--factor", type=float, default=1.1,
                    help="ratio beyond which a change is marked (default 1.1)")
-    c.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    c.add_argument("--alpha", type=float, default=0.05,
+                   help="significance level of the q-values (0.05)")
     c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
-                   help="exit 1 when METRIC (a glob) is more than PCT%% worse, or when no pair "
-                        "of cells measured it (repeatable)")
+                   help="exit 1 when METRIC (a glob) is significantly more than PCT%% worse "
+                        "(or untestable: too few trials), or when no pair of cells measured it "
+                        "(repeatable)")
+    c.add_argument("--noise-floor", metavar="AA[,AA2]",
+                   help="an A/A run (its trials split into halves) or two runs of the same "
+                        "command: a row is significant only beyond the noise they measure")
     c.add_argument("--pair", action="append", nargs=2, metavar=("A_CELL", "B_CELL"),
                    help="compare cell A_CELL of run A with B_CELL of run B (repeatable; the "
                         "other cells pair as usual)")

@@ -21,7 +21,7 @@ from typing import Any
 
 from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import md_code, md_text
-from aorta_core.reports import cell_pairs, significance
+from aorta_core.reports import cell_pairs, noise_floor, significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 from aorta_core.reports.run_differences import MAX_CELL_LINES, Difference, differences
 
@@ -70,8 +70,18 @@ class Row:
     n_candidate: int
     better: str
     note: str = ""
-    #: Why a row measured on both sides has no p-value (:data:`.significance.TOO_FEW`).
+    #: Why a row measured on both sides has no p-value (:func:`.significance.inconclusive`).
     untested: str = ""
+    #: Benjamini–Hochberg q over the cell pair's rows, and the bootstrap interval of
+    #: ``difference`` (:mod:`.significance`).
+    q: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    #: The floor of ``--noise-floor`` (relative to the baseline), ``None`` where none was
+    #: measured (:mod:`.noise_floor`).
+    noise_floor: float | None = None
+    #: q ≤ alpha and the relative difference beyond the noise floor (where one was measured).
+    significant: bool = False
 
 
 @dataclass
@@ -91,6 +101,8 @@ class Result:
     failures: list[str] = field(default_factory=list)
     #: When no cell pairs: the problem and its fix, one line (exit status 2).
     nothing_compared: str = ""
+    #: Which runs gave the noise floor (``--noise-floor``), ``""`` without one.
+    noise_floor: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,19 +186,20 @@ def _moved(base: float, cand: float, factor: float) -> int:
     return 1 if change > factor - 1 else -1 if change < 1 - factor else 0
 
 
-def _mark(moved: int, higher: bool, p: float | None, alpha: float) -> str:
+def _mark(moved: int, higher: bool, tested: bool, significant: bool) -> str:
     """The mark of a row measured on both sides: ``moved`` (:func:`_moved`) gives the direction,
-    ``p`` (``None``: not tested) whether it is significant; an untested change is marked by the
-    factor alone, as asv does, and its row says why it was not tested."""
+    ``significant`` whether it counts; an untested change is marked by the factor alone, as asv
+    does, and its row says why it was not tested."""
     if not moved:
         return " "
-    if p is not None and p >= alpha:
+    if tested and not significant:
         return "~"
     return "-" if (moved > 0) == higher else "+"
 
 
 def _row(a: Run, b: Run, cells: tuple[str | None, str | None], metric: str,
-         comparable: bool, factor: float, alpha: float) -> Row | None:
+         comparable: bool) -> Row | None:
+    """The row of ``metric`` in a pair of cells, its statistics not yet set (:func:`_test`)."""
     a_cell, b_cell = cells
     va = a.values.get((a_cell, metric), []) if a_cell else []
     vb = b.values.get((b_cell, metric), []) if b_cell else []
@@ -215,14 +228,35 @@ def _row(a: Run, b: Run, cells: tuple[str | None, str | None], metric: str,
         if base <= 0:
             row.note = "; ".join(filter(None, (row.note, "baseline ≤ 0: compared by the "
                                                            "difference")))
-        if significance.testable(len(va), len(vb)):
-            row.p_value = significance.welch_p(va, vb)
-            row.untested = "" if row.p_value is not None else "values too large to test"
-        else:
-            row.untested = significance.TOO_FEW
-        if row.mark == " ":
-            row.mark = _mark(_moved(base, cand, factor), higher, row.p_value, alpha)
     return row
+
+
+def _relative(row: Row) -> float:
+    """|difference| over the baseline's magnitude (infinite where a baseline of 0 moved)."""
+    if row.baseline:
+        return abs(row.difference) / abs(row.baseline)
+    return math.inf if row.difference else 0.0
+
+
+def _test(a: Run, b: Run, rows: list[Row], factor: float, alpha: float,
+          floor: noise_floor.NoiseFloor | None) -> None:
+    """Set every measured row's statistics, all rows at once (q within each cell pair), and
+    its mark."""
+    measured = [r for r in rows if r.difference is not None]
+    stats = significance.compare_rows(
+        [a.values[(r.baseline_cell, r.metric)] for r in measured],
+        [b.values[(r.candidate_cell, r.metric)] for r in measured], alpha,
+        [r.cell for r in measured])
+    for r, s in zip(measured, stats, strict=True):
+        r.p_value, r.q, r.ci_low, r.ci_high, r.untested = s.p, s.q, s.ci_low, s.ci_high, \
+            s.untested
+        found = floor.get((r.baseline_cell, r.candidate_cell), r.metric) if floor else None
+        r.noise_floor = found.at(r.n_baseline, r.n_candidate) if found else None
+        r.significant = s.significant and (r.noise_floor is None
+                                           or _relative(r) > r.noise_floor)
+        if r.mark == " ":
+            r.mark = _mark(_moved(r.baseline, r.candidate, factor), r.better == "higher",
+                           s.p is not None, r.significant)
 
 
 def worse_pct(row: Row) -> float | None:
@@ -262,13 +296,14 @@ def _gate_line(r: Row, pct_worse: float, pct: float) -> str:
         how = f"worse than a baseline of 0 ({r.baseline:g} → {r.candidate:g})"
     else:
         how = f"{pct_worse:.1f}% worse"
-    tail = f", {significance.TOO_FEW}" if r.untested == significance.TOO_FEW else ""
+    tail = f", {r.untested}" if r.untested else ""
     return f"{r.cell} {r.metric}: {how} (limit {pct:g}%{tail})"
 
 
 def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:
-    """Each rule's failures. A row that could not be tested (too few trials, values too large)
-    is gated on the percentage alone: a gate never passes because a row was untestable."""
+    """Each rule's failures: rows past the percentage that are significant (beyond the noise
+    floor, where one was measured). A row that could not be tested (too few trials) is gated on
+    the percentage alone: a gate never passes because a row was untestable."""
     for pattern, pct in rules:
         rows = [r for r in result.rows if fnmatch.fnmatchcase(r.metric, pattern)]
         if not rows:
@@ -290,7 +325,7 @@ def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:
                                    "the cells that do with --pair/--match")
         for r in measured:
             pct_worse = worse_pct(r)
-            if pct_worse > pct and (r.p_value is None or r.p_value < result.alpha):
+            if pct_worse > pct and (r.significant or r.p_value is None):
                 result.failures.append(_gate_line(r, pct_worse, pct))
 
 
@@ -302,10 +337,11 @@ def _nothing_compared(a: Run, b: Run) -> str:
 
 def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05,
             fail_on: list[str] | None = None, allow_env_mismatch: bool = False,
-            pairs: list[tuple[str, str]] | None = None, match: list[str] | None = None
-            ) -> Result:
+            pairs: list[tuple[str, str]] | None = None, match: list[str] | None = None,
+            floor_runs: str | None = None) -> Result:
     """Compare run B with run A; ``pairs`` (``--pair``) and ``match`` (``--match``) say which
-    cells to set against each other (:func:`.cell_pairs.pair`)."""
+    cells to set against each other (:func:`.cell_pairs.pair`); ``floor_runs``
+    (``--noise-floor``) is the A/A run, or two, that gives each row its noise floor."""
     _check_threshold("--factor", factor, factor >= 1, "a finite number >= 1 (1.1 flags "
                      "changes beyond 10%)")
     _check_threshold("--alpha", alpha, 0 < alpha < 1, "a significance level between 0 and 1, "
@@ -313,14 +349,19 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
     rules = parse_fail_on(fail_on or [])
     a, b = load_run(a_path), load_run(b_path)
     try:
+        floor = noise_floor.measure(floor_runs, alpha) if floor_runs else None
+    except noise_floor.NoiseFloorError as exc:
+        raise CompareError(str(exc)) from None
+    try:
         pairing = cell_pairs.pair(list(a.cells.values()), list(b.cells.values()), pairs or (),
                                   match)
     except cell_pairs.PairingError as exc:
         raise CompareError(str(exc)) from None
     diffs = environment_differences(a, b)
     comparable = allow_env_mismatch or not diffs
-    result = Result(str(a.path), str(b.path), factor, alpha, significance.implementation(),
-                    comparable, diffs, run_differences(a, b, diffs, pairing), pairing.text)
+    result = Result(str(a.path), str(b.path), factor, alpha, significance.TEST_NAME,
+                    comparable, diffs, run_differences(a, b, diffs, pairing), pairing.text,
+                    noise_floor=floor.source if floor else "")
     if not pairing.pairs:
         result.nothing_compared = _nothing_compared(a, b)
     metrics = sorted({m for _, m in (*a.values, *b.values)},
@@ -329,9 +370,10 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
              *((None, n) for n in pairing.only_candidate)]
     for pair in cells:
         for metric in metrics:
-            row = _row(a, b, pair, metric, comparable, factor, alpha)
+            row = _row(a, b, pair, metric, comparable)
             if row is not None:
                 result.rows.append(row)
+    _test(a, b, result.rows, factor, alpha, floor)
     _check_fail_on(result, rules)
     return result
 
@@ -345,6 +387,19 @@ def _ratio_text(row: Row) -> str:
     if row.ratio is None and row.difference is not None:
         return f"Δ {row.difference:+.4g}"
     return _num(row.ratio)
+
+
+def _interval(row: Row) -> str:
+    """The difference with its interval, where it was tested."""
+    if row.difference is None:
+        return "—"
+    if row.ci_low is None:
+        return f"{row.difference:+.4g}"
+    return f"{row.difference:+.4g} [{row.ci_low:+.4g}, {row.ci_high:+.4g}]"
+
+
+def _floor_text(row: Row) -> str:
+    return "—" if row.noise_floor is None else f"{row.noise_floor * 100:.3g} %"
 
 
 def _difference_lines(result: Result) -> list[str]:
@@ -367,16 +422,19 @@ def _difference_lines(result: Result) -> list[str]:
 def markdown(result: Result, only_changed: bool = False) -> str:
     lines = [f"baseline: {md_code(result.baseline)}  ",
              f"candidate: {md_code(result.candidate)}  ",
-             f"factor {result.factor:g}, significance: {result.test}, alpha {result.alpha:g} "
-             f"(when both sides have ≥ {significance.MIN_TRIALS_PER_SIDE} passing trials)", ""]
+             f"factor {result.factor:g}, significance: {result.test}; significant: q ≤ alpha "
+             f"{result.alpha:g}{' and beyond the noise floor' if result.noise_floor else ''} "
+             f"(when both sides have ≥ {significance.min_trials(result.alpha)} passing trials)  ",
+             f"noise floor: {md_text(result.noise_floor) if result.noise_floor else 'none'}",
+             ""]
     lines += _difference_lines(result)
     lines += [md_text(result.pairing), ""]
     if result.environment_differences:
         state = "compared anyway" if result.comparable else "not comparable"
         lines += [f"**Environments differ ({state}):**", "",
                   *(f"- {md_text(d)}" for d in result.environment_differences), ""]
-    lines += ["| | cell | metric | baseline | candidate | ratio | p | better |",
-              "|---|---|---|---:|---:|---:|---:|---|"]
+    lines += ["| | cell | metric | baseline | candidate | ratio | Δ [95 % CI] | p | q | floor "
+              "| better |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in result.rows:
         if only_changed and r.mark == " ":
             continue
@@ -385,8 +443,8 @@ def markdown(result: Result, only_changed: bool = False) -> str:
         p = _num(r.p_value) if r.p_value is not None or not r.untested else r.untested
         lines.append(f"| {mark} | {md_text(r.cell)} | {md_text(r.metric)} | "
                      f"{_num(r.baseline)} (n={r.n_baseline})"
-                     f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | "
-                     f"{p} | {r.better} |")
+                     f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | {_interval(r)} | "
+                     f"{p} | {_num(r.q)} | {_floor_text(r)} | {r.better} |")
     counts = {m: sum(r.mark == m for r in result.rows) for m in "+-~!*x"}
     lines += ["", "marks: " + ", ".join(f"`{m}` {n}" for m, n in counts.items()),
               "(`+` worse, `-` better, `~` past the factor but not significant, `!` newly "
@@ -404,7 +462,9 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
 
     page = Page("aorta comparison")
     page.paragraph(f"baseline {result.baseline} — candidate {result.candidate} — factor "
-                   f"{result.factor:g} — {result.test}, alpha {result.alpha:g}", "note")
+                   f"{result.factor:g} — {result.test}, significant: q ≤ {result.alpha:g}"
+                   + (f" and beyond the noise floor of {result.noise_floor}"
+                      if result.noise_floor else ""), "note")
     page.heading("What differs between the two runs")
     page.bullets([d.text for d in result.differences]
                  or ["Same commands, collectors, options and environment."])
@@ -428,10 +488,11 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
             "ratio (log scale)", "", xaxis={"type": "log", "title": {"text": "ratio"}},
             height=max(300, 28 * len(shown) + 150)))
     page.heading("Rows")
-    page.table(["mark", "cell", "metric", "baseline", "candidate", "ratio", "difference", "p",
-                "better", "note"],
+    page.table(["mark", "cell", "metric", "baseline", "candidate", "ratio", "difference",
+                "CI low", "CI high", "p", "q", "noise floor", "significant", "better", "note"],
                [[r.mark, r.cell, r.metric, r.baseline, r.candidate, r.ratio, r.difference,
-                 r.p_value if r.p_value is not None else r.untested, r.better, r.note]
+                 r.ci_low, r.ci_high, r.p_value if r.p_value is not None else r.untested, r.q,
+                 r.noise_floor, "yes" if r.significant else "no", r.better, r.note]
                 for r in result.rows])
     png_dir = path.with_name(f"{path.stem}_png") if pngs_wanted(pngs) else None
     return page.write(path, png_dir, asked=pngs_asked(pngs))

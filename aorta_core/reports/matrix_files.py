@@ -22,8 +22,9 @@ from aorta_core.engine.records import decode_json
 
 MATRIX_JSON = "matrix.json"
 MATRIX_PARQUET = "matrix.parquet"
-#: The columns of the parquet's long form the tools read (text, and a number in ``value``).
-_LONG = ("cell", "verdict", "metric", "value")
+#: The columns of the parquet's long form the tools read (text, the trial's index, and a number
+#: in ``value``).
+_LONG = ("cell", "verdict", "metric", "trial", "value")
 
 
 class BadMatrix(ValueError):
@@ -81,7 +82,7 @@ def load_matrix(output: Path) -> dict[str, Any]:
 
 def passing_values(output: Path):
     """The rows of ``<output>/matrix.parquet`` of passing trials that hold a number, as a polars
-    frame of cell, verdict, metric and value; :class:`BadMatrix` when the file cannot be read
+    frame of cell, verdict, metric, trial and value; :class:`BadMatrix` when the file cannot be read
     or lacks those columns."""
     import polars as pl
 
@@ -97,8 +98,9 @@ def passing_values(output: Path):
         raise _bad(output, MATRIX_PARQUET, type(exc).__name__) from None
     types = long.schema
     text = all(types[c] in (pl.String, pl.Null) for c in _LONG[:3])
-    if not (text and (types["value"] == pl.Null or types["value"].is_numeric())):
+    numbers = all(types[c] == pl.Null or types[c].is_numeric() for c in _LONG[3:])
+    if not (text and numbers and not types["trial"].is_float()):
         raise _bad(output, MATRIX_PARQUET, f"columns {dict(types)}: cell, verdict and metric "
-                   "must be text, value a number")
-    return long.cast({"value": pl.Float64}).filter(
+                   "must be text, trial a whole number, value a number")
+    return long.cast({"trial": pl.Int64, "value": pl.Float64}).filter(
         (pl.col("verdict") == "pass") & pl.col("value").is_not_null())

@@ -1,0 +1,104 @@
+"""The noise floor of ``aorta compare --noise-floor AA``: per cell and metric, the smallest
+relative effect an A/A comparison says the test can tell from noise.
+
+AA is one run, whose passing trials are split by index into two interleaved halves (trials
+0, 2, 4, … against 1, 3, 5, …: drift over the run falls on both halves alike), or two runs
+``RUN1,RUN2`` of the same command. Each (cell, metric) of the A/A gets the half-width of the
+bootstrap interval of its difference of medians (:mod:`.significance`), relative to its median:
+the difference the noise alone moves within 95 % of the time. A compared row of ``n_b`` and
+``n_c`` trials scales it by ``sqrt((1/n_b + 1/n_c) / (1/m_1 + 1/m_2))`` (the A/A had ``m_1``
+and ``m_2``), as an interval's width scales with the standard error.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from aorta_core.reports.matrix_files import BadMatrix, passing_values
+from aorta_core.reports.significance import compare_rows, min_trials
+
+
+class NoiseFloorError(ValueError):
+    """An A/A run that gives no floor; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Floor:
+    #: Half-width of the A/A interval over the A/A median (relative).
+    relative: float
+    n_1: int
+    n_2: int
+
+    def at(self, n_baseline: int, n_candidate: int) -> float:
+        """The floor at the compared row's trial counts."""
+        return self.relative * math.sqrt((1 / n_baseline + 1 / n_candidate)
+                                         / (1 / self.n_1 + 1 / self.n_2))
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    #: Which runs gave the floor, one phrase (the compare result carries it).
+    source: str
+    floors: dict[tuple[str, str], Floor]
+
+    def get(self, cells: tuple[str | None, ...], metric: str) -> Floor | None:
+        """The floor of the first of ``cells`` that the A/A measured ``metric`` in."""
+        return next((f for c in cells if c and (f := self.floors.get((c, metric)))), None)
+
+
+def _values(path: Path, option: str) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    if not path.is_dir():
+        raise NoiseFloorError(f"{option}: {path} is not a folder; pass the output folder of an "
+                              "A/A run (the same command as the compared runs), or two: "
+                              "RUN1,RUN2")
+    try:
+        long = passing_values(path)
+    except BadMatrix as exc:
+        raise NoiseFloorError(f"{option}: {exc}") from None
+    out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for (cell, metric), part in long.sort("trial").group_by("cell", "metric",
+                                                            maintain_order=True):
+        out[(cell, metric)] = list(zip(part["trial"], part["value"], strict=True))
+    return out
+
+
+def _samples(spec: str, option: str) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
+    """(source phrase, (cell, metric) -> the two A/A samples)."""
+    parts = [p for p in spec.split(",") if p]
+    if len(parts) == 1:
+        runs = _values(Path(parts[0]), option)
+        return (f"{parts[0]}, its trials split into halves (0, 2, 4, … vs 1, 3, 5, …)",
+                {k: ([v for t, v in tv if t % 2 == 0], [v for t, v in tv if t % 2 == 1])
+                 for k, tv in runs.items()})
+    if len(parts) == 2:
+        one, two = (_values(Path(p), option) for p in parts)
+        return (f"{parts[0]} vs {parts[1]}",
+                {k: ([v for _, v in one[k]], [v for _, v in two[k]]) for k in one if k in two})
+    raise NoiseFloorError(f"{option}: expected one run folder or two as RUN1,RUN2, got {spec!r}")
+
+
+def measure(spec: str, alpha: float, option: str = "--noise-floor") -> NoiseFloor:
+    """The floors of A/A ``spec`` (``RUN`` or ``RUN1,RUN2``)."""
+    source, samples = _samples(spec, option)
+    need = min_trials(alpha)
+    keys = [k for k, (a, b) in samples.items() if min(len(a), len(b)) >= need]
+    if not keys:
+        most = max((len(a) + len(b) for a, b in samples.values()), default=0)
+        raise NoiseFloorError(
+            f"{option} {spec}: each A/A side needs ≥ {need} passing trials of a metric, the "
+            f"A/A has at most {most} in all; rerun it with trials={2 * need} or more, or pass "
+            f"two runs of the same command as RUN1,RUN2 ({need} trials each or more)")
+    stats = compare_rows([samples[k][0] for k in keys], [samples[k][1] for k in keys], alpha)
+    floors = {}
+    for k, s in zip(keys, stats, strict=True):
+        a, b = samples[k]
+        center = abs(statistics.median(a + b))
+        if s.ci_low is None or s.ci_high is None:
+            continue
+        half = (s.ci_high - s.ci_low) / 2
+        if center > 0 or half == 0:
+            floors[k] = Floor(half / center if center > 0 else 0.0, len(a), len(b))
+    return NoiseFloor(source, floors)
