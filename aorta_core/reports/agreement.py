@@ -260,12 +260,12 @@ def _walls(cell: _Cell) -> list[float]:
 
 
 def _overhead(cell: _Cell, bare: _Cell | None) -> dict[str, Any]:
-    """Median wall time over the bare cell's, and Welch's p-value of the two samples."""
+    """Median wall time over the bare cell's; its test is set by :func:`_overheads`."""
     mine, base = _walls(cell), _walls(bare) if bare else []
     out: dict[str, Any] = {"cell": cell.name, "n": len(mine), "n_bare": len(base),
                            "median_s": statistics.median(mine) if mine else None,
                            "bare_median_s": statistics.median(base) if base else None,
-                           "ratio": None, "overhead_pct": None, "p_value": None,
+                           "ratio": None, "overhead_pct": None, "p_value": None, "q": None,
                            "significant": None}
     if not mine or not base:
         missing = cell if not mine else bare
@@ -273,12 +273,24 @@ def _overhead(cell: _Cell, bare: _Cell | None) -> dict[str, Any]:
                           "not measured: the sweep has no bare cell")
         return out
     ratio = out["median_s"] / out["bare_median_s"]
-    p = significance.welch_p(mine, base)
-    out |= {"ratio": ratio, "overhead_pct": (ratio - 1.0) * 100.0, "p_value": p,
-            "significant": None if p is None else p < ALPHA}
-    test = ("too few trials to test" if p is None else
-            f"p = {p:.2g}, {'significant' if p < ALPHA else 'not significant'}")
-    out["verdict"] = f"{ratio:.3g}x the bare wall time ({test})"
+    out |= {"ratio": ratio, "overhead_pct": (ratio - 1.0) * 100.0}
+    return out
+
+
+def _overheads(collectors: list[_Cell], bare: _Cell | None) -> dict[str, dict[str, Any]]:
+    """Each collector's :func:`_overhead`, the wall times tested against the bare cell's
+    (Mann–Whitney U; the collectors' tests are one family of q-values)."""
+    out = {c.label: _overhead(c, bare) for c in collectors}
+    tested = [c for c in collectors if out[c.label]["ratio"] is not None]
+    stats = significance.compare_rows([_walls(bare) for _ in tested],
+                                      [_walls(c) for c in tested], ALPHA)
+    for cell, s in zip(tested, stats, strict=True):
+        entry = out[cell.label]
+        entry |= {"p_value": s.p, "q": s.q,
+                  "significant": None if s.p is None else s.significant}
+        test = s.untested or (f"p = {s.p:.2g}, q = {s.q:.2g}, "
+                              f"{'significant' if s.significant else 'not significant'}")
+        entry["verdict"] = f"{entry['ratio']:.3g}x the bare wall time ({test})"
     return out
 
 
@@ -380,7 +392,7 @@ def build_agreement(output: Path, tolerance_pct: float | None = None) -> dict[st
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "tolerance_pct": tolerance,
         "alpha": ALPHA,
-        "test": significance.implementation(),
+        "test": significance.TEST_NAME,
         "reference": {"metric": reference, "found": found},
         "bare": None if bare is None else {"cell": bare.name, "trials": bare.trials,
                                            WALL: _summary(_walls(bare))},
@@ -389,7 +401,7 @@ def build_agreement(output: Path, tolerance_pct: float | None = None) -> dict[st
                                  "rounds": c.marker.get("rounds")}
                        for c in collectors},
         "metrics": metrics,
-        "overhead": {c.label: _overhead(c, bare) for c in collectors},
+        "overhead": _overheads(collectors, bare),
         TOP_KERNELS: _top_kernels(lists),
     }
 

@@ -11,10 +11,10 @@ headline metric, so collectors' metrics are chosen by the same patterns (``*_gpu
 shown as the hottest. A ``sweep=agree`` leads with its verdicts (``agreement.json``).
 
 The baseline: the bare cell of a ``sweep=agree`` (the recipe compares every collector with it),
-else the sweep's first cell in matrix.json. Differences are of medians; significance is Welch's
-two-sided test at :data:`ALPHA` from each cell's mean, std and n (matrix.json), as ``aorta
-compare`` tests, and like it makes no claim below :data:`.significance.MIN_TRIALS_PER_SIDE`
-trials a side.
+else the sweep's first cell in matrix.json. Differences are of medians; significance is the
+two-sided Mann–Whitney U test on the trials' values (matrix.parquet) with Benjamini–Hochberg
+q-values over the headline's tested rows, q ≤ :data:`ALPHA`, as ``aorta compare`` tests, and
+like it makes no claim below :func:`.significance.min_trials` trials a side ("inconclusive").
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import fnmatch
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,9 @@ from aorta_core.engine.records import read_json
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.compare import higher_is_better
 from aorta_core.reports.html import Markup, Page, fmt
+from aorta_core.reports.matrix_files import BadMatrix, passing_values
 from aorta_core.reports.metric_names import shown_name
-from aorta_core.reports.significance import (
-    MIN_TRIALS_PER_SIDE,
-    TOO_FEW,
-    testable,
-    welch_p_stats,
-)
+from aorta_core.reports.significance import compare_rows, min_trials
 
 #: (what it answers, name patterns tried in order). Order is the headline's order.
 HEADLINE_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -140,31 +136,31 @@ class Row:
     delta: float | None = None
     delta_pct: float | None = None
     p_value: float | None = None
+    q: float | None = None
+    significant: bool = False
     better: bool | None = None  # None: no difference to judge
-    too_few: bool = False  # a side has too few trials to test
+    #: Why the row was not tested (:func:`.significance.inconclusive`, values missing).
+    untested: str = ""
 
     @property
     def significance(self) -> str:
         if self.delta is None:
             return ""
-        if self.too_few:
-            return TOO_FEW
-        if self.p_value is None:
-            return "not tested (its numbers are missing or too large)"
-        word = "significant" if self.p_value < ALPHA else "not significant"
-        return f"{word} (p = {self.p_value:.2g})"
+        if self.untested:
+            return self.untested
+        word = "significant" if self.significant else "not significant"
+        return f"{word} (p = {self.p_value:.2g}, q = {self.q:.2g})"
 
 
-def _stats(stats: Any) -> tuple[float, float, int] | None:
-    if not isinstance(stats, dict):
-        return None
-    return stats.get("mean"), stats.get("std"), stats.get("n") or 0
-
-
-def _count(stats: dict[str, Any]) -> int:
-    """A summary's number of trials (0 when it holds none, or not as a number)."""
-    n = stats.get("n")
-    return n if isinstance(n, int) else 0
+def trial_values(output: Path) -> dict[tuple[str, str], list[float]]:
+    """(cell, metric) -> the passing trials' values (``{}`` when matrix.parquet cannot be read:
+    the rows then say they were not tested)."""
+    try:
+        long = passing_values(output)
+    except BadMatrix:
+        return {}
+    return {key: part["value"].to_list()
+            for key, part in long.group_by("cell", "metric", maintain_order=True)}
 
 
 def compared(matrix: dict[str, Any], base: Baseline) -> list[dict[str, Any]]:
@@ -174,26 +170,32 @@ def compared(matrix: dict[str, Any], base: Baseline) -> list[dict[str, Any]]:
             if c["cell"] == base.cell or (c.get("trials") or {}).get("pass")]
 
 
-def rows(matrix: dict[str, Any], base: Baseline, metrics: Sequence[str]) -> list[Row]:
+def rows(matrix: dict[str, Any], base: Baseline, metrics: Sequence[str],
+         values: dict[tuple[str, str], list[float]]) -> list[Row]:
+    """Each headline metric of each shown cell; the cells' differences from the baseline are
+    tested together, one family (``values``: :func:`trial_values`)."""
     by_name = {c["cell"]: summaries(c) for c in compared(matrix, base)}
     reference = by_name.get(base.cell, {})
-    out = []
+    out, tested = [], []
     for metric in metrics:
-        ref = reference.get(metric)
-        ref_median = _median(ref)
+        ref_median = _median(reference.get(metric))
         for cell, summary in by_name.items():
             stats = summary.get(metric)
             median = _median(stats)
             row = Row(metric, cell, median, (stats or {}).get("std"), (stats or {}).get("n"))
             if cell != base.cell and median is not None and ref_median is not None:
                 delta = median - ref_median
-                too_few = not testable(_count(stats), _count(ref))
-                p = None if too_few else welch_p_stats(_stats(stats), _stats(ref))
                 good = delta > 0 if higher_is_better(metric) else delta < 0
                 row = Row(metric, cell, median, row.std, row.n, delta,
-                          delta / abs(ref_median) * 100 if ref_median else None, p,
-                          None if delta == 0 else good, too_few)
+                          delta / abs(ref_median) * 100 if ref_median else None,
+                          better=None if delta == 0 else good)
+                tested.append(len(out))
             out.append(row)
+    stats = compare_rows([values.get((base.cell, out[i].metric), []) for i in tested],
+                         [values.get((out[i].cell, out[i].metric), []) for i in tested], ALPHA)
+    for i, s in zip(tested, stats, strict=True):
+        out[i] = replace(out[i], p_value=s.p, q=s.q, significant=s.significant,
+                         untested=s.untested)
     return out
 
 
@@ -257,9 +259,9 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
         page.paragraph(Markup(
             f"Baseline: <strong>{html.escape(base.cell)}</strong> ({html.escape(base.why)}). "
             f"Each other cell's difference is its median minus the baseline's; significant: "
-            f"Welch's two-sided test at p &lt; {ALPHA}, made with at least "
-            f"{MIN_TRIALS_PER_SIDE} trials on each side; a significant difference is green "
-            f"when better, red when worse."))
+            f"the two-sided Mann–Whitney U test on the trials, its Benjamini–Hochberg q over "
+            f"the rows below ≤ {ALPHA}, made with at least {min_trials(ALPHA)} trials on each "
+            f"side; a significant difference is green when better, red when worse."))
     else:
         page.paragraph("One cell: nothing to compare it with.", "note")
     shown_cells = {c["cell"] for c in compared(matrix, base)}
@@ -282,9 +284,9 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
             page.paragraph(f"No {AGREEMENT_NAME} yet: run aorta agree {output}.", "note")
     metrics = headline_metrics(matrix)
     table = []
-    for row in rows(matrix, base, metrics):
-        css = "" if row.better is None or row.p_value is None or row.p_value >= ALPHA \
-            else ("good" if row.better else "bad")
+    for row in rows(matrix, base, metrics, trial_values(output)):
+        css = "" if row.better is None or not row.significant else (
+            "good" if row.better else "bad")
         delta = _signed(row.delta)
         pct = _signed(row.delta_pct, " %")
         table.append([
