@@ -118,10 +118,11 @@ def _u_test(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _median(a: np.ndarray) -> np.ndarray:
     """The median along the last axis, by a sort (numpy's median is several times slower on
-    the bootstrap's many short rows)."""
+    the bootstrap's many short rows); values near the float limit overflow to ±inf quietly."""
     a = np.sort(a, axis=-1)
     n = a.shape[-1]
-    return (a[..., (n - 1) // 2] + a[..., n // 2]) / 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (a[..., (n - 1) // 2] + a[..., n // 2]) / 2
 
 
 def _delta(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -137,6 +138,11 @@ def _intervals(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.
                    rng=np.random.default_rng(seed), batch=max(1, 4_000_000 // x.size)
                    ).confidence_interval
     return np.asarray(ci.low, dtype=float), np.asarray(ci.high, dtype=float)
+
+
+def _number(value: float) -> float | None:
+    """A finite float, else ``None`` (values near the float limit overflow their medians)."""
+    return float(value) if math.isfinite(value) else None
 
 
 def q_values(p: Sequence[float | None], families: Sequence[Hashable] | None = None
@@ -181,11 +187,11 @@ def compare_rows(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequen
             ps = _u_test(x, y)
             lo, hi = _intervals(x, y, seed + n_x)
             for k, i in enumerate(idx):
-                p[i], low[i], high[i] = float(ps[k]), float(lo[k]), float(hi[k])
+                p[i], low[i], high[i] = float(ps[k]), _number(lo[k]), _number(hi[k])
     q = q_values(p, families)
     out = []
     for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        delta = float(np.median(y) - np.median(x)) if len(x) and len(y) else None
+        delta = _number(_median(y) - _median(x)) if len(x) and len(y) else None
         if p[i] is None:
             why = inconclusive(alpha) if len(x) and len(y) else "a side has no finite value"
             out.append(RowStats(delta, None, None, None, None, False, why))

@@ -29,14 +29,15 @@ STEP_MS = ("import json, os; json.dump({{'step_ms': {base} + int(os.environ['AOR
 
 @pytest.fixture(scope="session")
 def sweeps(tmp_path_factory) -> dict[str, Path]:
-    """fast/slow: 3 trials reporting workload_step_ms 10, 11, 12 / 40, 41, 42; broken: the same
-    cell failing. Their wall times are real but no test compares them."""
+    """fast/slow: 5 trials reporting workload_step_ms 10-14 / 40-44 (at 4 the U test's p
+    cannot go below 2/70 = 0.029, and the BH q over a cell's 2 metrics below 0.057); broken:
+    the same cell failing. Their wall times are real but no test compares them."""
     root = tmp_path_factory.mktemp("sweeps")
     py = sys.executable
     return {
-        "fast": _sweep(root, "fast", "sweep=repeat", "trials=3", "--", py, "-c",
+        "fast": _sweep(root, "fast", "sweep=repeat", "trials=5", "--", py, "-c",
                        STEP_MS.format(base=10)),
-        "slow": _sweep(root, "slow", "sweep=repeat", "trials=3", "--", py, "-c",
+        "slow": _sweep(root, "slow", "sweep=repeat", "trials=5", "--", py, "-c",
                        STEP_MS.format(base=40)),
         "broken": _sweep(root, "broken", "sweep=repeat", "trials=2", "--", py, "-c",
                          "raise SystemExit(3)"),

@@ -16,7 +16,6 @@ from needs import need
 from pytest import approx
 from reports.report_helpers import aorta
 
-from aorta_core.reports import significance
 from aorta_core.reports.compare import _mark, _moved, higher_is_better
 
 STEP = "workload_step_ms"
@@ -37,9 +36,16 @@ def test_slower_run_is_marked_worse_and_fails_ci(sweeps, tmp_path):
                  "workload_*:20", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     r = _rows(back)[("default", STEP)]
-    assert r["mark"] == "-" and r["n_baseline"] == r["n_candidate"] == 3
-    assert (r["baseline"], r["candidate"]) == (41.0, 11.0)  # medians of 40-42 and 10-12
-    assert r["ratio"] == approx(11 / 41) and r["p_value"] < 0.05
+    assert r["mark"] == "-" and r["n_baseline"] == r["n_candidate"] == 5
+    assert (r["baseline"], r["candidate"]) == (42.0, 12.0)  # medians of 40-44 and 10-14
+    assert r["ratio"] == approx(12 / 42) and r["p_value"] < 0.05
+    # 5 against 5 all apart: the exact two-sided p is 2 / C(10, 5); the q of the cell's family
+    # (its 2 metrics) is BH's, and the interval holds the difference
+    assert r["p_value"] == approx(2 / 252) and r["significant"] and r["noise_floor"] is None
+    ps = sorted(row["p_value"] for row in _rows(back).values())
+    assert r["q"] == approx(min(p * len(ps) / rank for rank, p in enumerate(ps, 1)
+                                if p >= r["p_value"]))
+    assert r["ci_low"] <= r["difference"] == -30 <= r["ci_high"]
 
 
 def test_same_run_is_unchanged(proton_sweep, tmp_path):
@@ -177,11 +183,11 @@ def test_direction_of_metrics(metric, higher):
 
 
 def test_marks():
-    assert _mark(_moved(1, 1.05, 1.1), False, 0.001, 0.05) == " "
-    assert _mark(_moved(1, 1.2, 1.1), False, 0.001, 0.05) == "+"
-    assert _mark(_moved(1, 1.2, 1.1), True, 0.001, 0.05) == "-"
-    assert _mark(_moved(1, 0.8, 1.1), True, None, 0.05) == "+"  # untested: the factor decides
-    assert _mark(_moved(1, 1.2, 1.1), False, 0.3, 0.05) == "~"
+    assert _mark(_moved(1, 1.05, 1.1), False, True, True) == " "
+    assert _mark(_moved(1, 1.2, 1.1), False, True, True) == "+"
+    assert _mark(_moved(1, 1.2, 1.1), True, True, True) == "-"
+    assert _mark(_moved(1, 0.8, 1.1), True, False, False) == "+"  # untested: the factor decides
+    assert _mark(_moved(1, 1.2, 1.1), False, True, False) == "~"
 
 
 @pytest.mark.parametrize(("base", "cand", "moved"), [
@@ -190,20 +196,3 @@ def test_marks():
     (10, -5, -1), (10, 12, 1), (10, 9.5, 0)])
 def test_direction_past_the_factor(base, cand, moved):
     assert _moved(base, cand, 1.1) == moved
-
-
-@pytest.mark.parametrize(("t", "df", "p"), [
-    # two-sided critical values of Student's t from printed tables
-    (2.776, 4, 0.05), (2.228, 10, 0.05), (12.706, 1, 0.05), (1.96, 1e6, 0.05),
-    (4.604, 4, 0.01), (0.0, 7, 1.0)])
-def test_t_tail_matches_tables(t, df, p):
-    assert significance.t_two_sided(t, df) == approx(p, abs=2e-4)
-
-
-def test_welch_pure():
-    # Welch's own textbook-style case worked by hand: means 2 and 5, variances 1 and 1, n 3/3:
-    # t = -3 / sqrt(2/3) = -3.674, df = 4 -> p = 0.02131
-    assert significance.welch_pure([1, 2, 3], [4, 5, 6]) == approx(0.02131, abs=1e-4)
-    assert significance.welch_pure([1, 1], [1, 1]) == 1.0
-    assert significance.welch_pure([1, 1], [2, 2]) == 0.0
-    assert significance.welch_p([1], [1, 2]) is None

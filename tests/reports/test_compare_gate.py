@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from reports.report_helpers import aorta
 
-from aorta_core.reports.significance import MIN_TRIALS_PER_SIDE, TOO_FEW
+from aorta_core.reports.significance import inconclusive, min_trials
 
 #: step_ms: k * (10 + t); idle_ms: 0 at k = 1 (a zero baseline); gain_per_s (higher is better)
 #: and offset_ms (lower is better): negative at k = 1.
@@ -28,8 +28,8 @@ PAYLOAD = ("import json, os; t = int(os.environ['AORTA_TRIAL']); "
            "'offset_ms': -20 / k - t}, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
 OTHER = "import json, os; json.dump({'other_ms': 1}, open(os.environ['AORTA_METRICS_PATH'], 'w'))"
 RUNS = {
-    "plain": ("trials=3",),
-    "slow": ("trials=3", "+env.K=8"),
+    "plain": ("trials=4",),  # 4 a side: the fewest at which the U test reaches p < 0.05
+    "slow": ("trials=4", "+env.K=8"),
     "slow2": ("trials=2", "+env.K=8"),
     "modes_ab": ("-m", "trials=1", "+env.MODE=a,b"),
     "modes_cd": ("-m", "trials=1", "+env.MODE=c,d"),
@@ -83,8 +83,8 @@ def test_an_override_of_the_whole_run_pairs_cells_and_the_gate_fails(runs):
     rows = _rows(_compare(runs, "plain", "slow", "--json"))
     row = rows[(SLOW, "workload_step_ms")]
     assert (row["baseline_cell"], row["candidate_cell"]) == ("default", "env.K=8")
-    assert (row["baseline"], row["candidate"], row["ratio"]) == (11.0, 88.0, 8.0)
-    assert row["p_value"] < 0.05 and row["untested"] == ""
+    assert (row["baseline"], row["candidate"], row["ratio"]) == (11.5, 92.0, 8.0)
+    assert row["p_value"] < 0.05 and row["untested"] == "" and row["significant"]
     assert rows[(SLOW, "wall_time_s")]["difference"] is not None  # the wall time is compared
 
 
@@ -172,46 +172,49 @@ def test_a_gate_on_a_metric_no_pair_measured_fails(runs):
 
 
 def test_zero_and_negative_baselines_are_judged_by_the_difference(runs):
-    """idle_ms goes 0 -> 77 (worse: lower is better), gain_per_s -9 -> 5 (better: higher is
-    better), offset_ms -21 -> -3.5 (worse): no ratio, the signed difference, the right mark;
+    """idle_ms goes 0 -> 80.5 (worse: lower is better), gain_per_s -8.5 -> 5.5 (better: higher
+    is better), offset_ms -21.5 -> -4 (worse): no ratio, the signed difference, the right mark;
     the gate fails on the zero baseline and not on the better one."""
     done = _compare(runs, "plain", "slow", "--json")
     rows = _rows(done)
-    expected = {"workload_idle_ms": (0.0, 77.0, "+"), "workload_gain_per_s": (-9.0, 5.0, "-"),
-                "workload_offset_ms": (-21.0, -3.5, "+")}
+    expected = {"workload_idle_ms": (0.0, 80.5, "+"),
+                "workload_gain_per_s": (-8.5, 5.5, "-"),
+                "workload_offset_ms": (-21.5, -4.0, "+")}
     for metric, (base, cand, mark) in expected.items():
         row = rows[(SLOW, metric)]
         assert (row["baseline"], row["candidate"], row["mark"]) == (base, cand, mark), metric
         assert row["ratio"] is None and row["difference"] == cand - base
         assert row["note"] == "baseline ≤ 0: compared by the difference"
     table = _compare(runs, "plain", "slow").stdout
-    assert (f"| `+` | {SLOW} | workload_idle_ms | 0 (n=3) | 77 (n=3) | Δ +77 (baseline ≤ 0: "
-            "compared by the difference) |") in table
+    assert (f"| `+` | {SLOW} | workload_idle_ms | 0 (n=4) | 80.5 (n=4) | Δ +80.5 (baseline "
+            "≤ 0: compared by the difference) |") in table
     gate = _compare(runs, "plain", "slow", "--fail-on", "workload_idle_ms:50", "--fail-on",
                     "workload_gain_per_s:0", "--fail-on", "workload_offset_ms:80")
     assert gate.returncode == 1
     assert gate.stderr.splitlines() == [
         f"aorta: error: --fail-on: {SLOW} workload_idle_ms: worse than a baseline of 0 "
-        "(0 → 77) (limit 50%)",
-        f"aorta: error: --fail-on: {SLOW} workload_offset_ms: 83.3% worse (limit 80%)"]
-    back = _rows(_compare(runs, "slow", "plain", "--json"))  # from 77 to 0: a ratio again
+        "(0 → 80.5) (limit 50%)",
+        f"aorta: error: --fail-on: {SLOW} workload_offset_ms: 81.4% worse (limit 80%)"]
+    back = _rows(_compare(runs, "slow", "plain", "--json"))  # from 80.5 to 0: a ratio again
     assert back[("env.K=8 → default", "workload_idle_ms")]["mark"] == "-"
 
 
 def test_too_few_trials_make_no_significance_claim(runs):
-    """3 trials against 2: no p-value, the row says why, its mark and the gate go by the
+    """4 trials against 2: no p-value, the row says why, its mark and the gate go by the
     factor and the percentage alone (a gate never passes because a row was untestable)."""
-    assert MIN_TRIALS_PER_SIDE == 3 and TOO_FEW == "too few trials to test (needs ≥ 3 per side)"
+    too_few = inconclusive(0.05)
+    assert min_trials(0.05) == 4 and too_few == "inconclusive: needs ≥ 4 trials per side"
     done = _compare(runs, "plain", "slow2", "--json", "--fail-on", "workload_step_ms:10")
     assert done.returncode == 1
     row = _rows(done)[(SLOW, "workload_step_ms")]
-    assert (row["n_baseline"], row["n_candidate"], row["p_value"]) == (3, 2, None)
-    assert row["untested"] == TOO_FEW and row["mark"] == "+"
-    assert (f"--fail-on: {SLOW} workload_step_ms: 663.6% worse (limit 10%, {TOO_FEW})"
+    assert (row["n_baseline"], row["n_candidate"], row["p_value"], row["q"]) == (4, 2, None,
+                                                                                None)
+    assert row["untested"] == too_few and row["mark"] == "+" and not row["significant"]
+    assert (f"--fail-on: {SLOW} workload_step_ms: 630.4% worse (limit 10%, {too_few})"
             in done.stderr)
     table = _compare(runs, "plain", "slow2").stdout
-    assert f"| 7.636 | {TOO_FEW} | lower |" in table
-    assert "(when both sides have ≥ 3 passing trials)" in table
+    assert f"| 7.304 | +72.5 | {too_few} | — | — | lower |" in table
+    assert "(when both sides have ≥ 4 passing trials)" in table
 
 
 @pytest.mark.parametrize(("args", "message"), [

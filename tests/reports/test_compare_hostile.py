@@ -5,6 +5,7 @@ one line naming the file and the fix, exit 2, never a hang or a traceback (issue
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -138,12 +139,13 @@ def test_mutated_matrix_json_never_tracebacks(sweeps, hostile_pair, tmp_path, da
 
 def test_values_near_the_float_limit(sweeps, tmp_path, monkeypatch):
     """Records edited to hold metrics near 1.8e308 (and a 70-bit int): the matrix takes them,
-    and compare shows the ratios with no p-value (the variance overflows) instead of an
-    OverflowError traceback."""
+    and compare tests them (the U test reads ranks) with no interval where the bootstrap's
+    differences overflow, instead of an OverflowError traceback."""
     monkeypatch.setenv("AORTA_REPORT_PNG", "0")
     huge = _copy(sweeps["fast"], tmp_path / "huge")
     paths = sorted(huge.glob("cells/*/trial_*/record.json"))
-    for value, path in zip((1.7e308, -1.7e308, 1.6e308), paths, strict=True):
+    for value, path in zip((1.7e308, -1.7e308, 1.6e308, -1.6e308, 1.5e308), paths,
+                           strict=True):
         record = json.loads(path.read_text())
         record["metrics"]["workload_step_ms"] = value
         record["metrics"]["workload_big"] = 2**70
@@ -153,4 +155,5 @@ def test_values_near_the_float_limit(sweeps, tmp_path, monkeypatch):
         status, out, err = main_in_process("compare", *args, "--json")
         assert status == 0, err
         row = next(r for r in json.loads(out)["rows"] if r["metric"] == "workload_step_ms")
-        assert row["p_value"] is None and row["n_baseline"] == row["n_candidate"] == 3
+        assert 0 < row["p_value"] <= 1 and row["n_baseline"] == row["n_candidate"] == 5
+        assert all(row[k] is None or math.isfinite(row[k]) for k in ("ci_low", "ci_high"))

@@ -177,14 +177,16 @@ def test_grid_headline_and_axes(runs):
 
 
 def test_repeat_headline(sweeps):
-    out = sweeps["fast"]  # one cell; workload_step_ms = 10, 11, 12
+    out = sweeps["fast"]  # one cell; workload_step_ms = 10 to 14
     aorta("report", "sweep", str(out), cwd=out.parent)
     table, paragraphs, _ = _headline(out)
     assert "One cell: nothing to compare it with." in paragraphs
     assert _metrics(table) == ["workload_step_ms"]
     (row,) = table.rows
     assert row[0].text == "workload step (ms)" and row[1].text.endswith(" (baseline)")
-    assert [c.text for c in row[2:]] == ["11 ± 1 (n=3)", "", "", ""]
+    steps = range(10, 15)
+    assert [c.text for c in row[2:]] == [
+        f"{fmt(statistics.median(steps))} ± {fmt(statistics.stdev(steps))} (n=5)", "", "", ""]
 
 
 @needs("aorta_torchprof")
