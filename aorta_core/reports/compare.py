@@ -250,7 +250,7 @@ def _test(a: Run, b: Run, rows: list[Row], factor: float, alpha: float,
     for r, s in zip(measured, stats, strict=True):
         r.p_value, r.q, r.ci_low, r.ci_high, r.untested = s.p, s.q, s.ci_low, s.ci_high, \
             s.untested
-        found = floor.get((r.baseline_cell, r.candidate_cell), r.metric) if floor else None
+        found = floor.get((r.baseline_cell,), r.metric) if floor else None
         r.noise_floor = found.at(r.n_baseline, r.n_candidate) if found else None
         r.significant = s.significant and (r.noise_floor is None
                                            or _relative(r) > r.noise_floor)
@@ -349,7 +349,8 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
     rules = parse_fail_on(fail_on or [])
     a, b = load_run(a_path), load_run(b_path)
     try:
-        floor = noise_floor.measure(floor_runs, alpha) if floor_runs else None
+        floor = (noise_floor.measure(floor_runs, alpha, list(a.cells.values()))
+                 if floor_runs else None)
     except noise_floor.NoiseFloorError as exc:
         raise CompareError(str(exc)) from None
     try:

@@ -36,7 +36,7 @@ from aorta_core.reports.compare import higher_is_better
 from aorta_core.reports.html import Markup, Page, fmt
 from aorta_core.reports.matrix_files import BadMatrix, passing_values
 from aorta_core.reports.metric_names import shown_name
-from aorta_core.reports.significance import compare_rows, min_trials
+from aorta_core.reports.significance import compare_rows, inconclusive, min_trials
 
 #: (what it answers, name patterns tried in order). Order is the headline's order.
 HEADLINE_RULE: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -55,6 +55,8 @@ MAX_METRICS = 10
 ALPHA = 0.05
 #: Characters of a listed name shown in the headline (C++ kernel names run to thousands).
 MAX_NAME = 80
+#: What a row says whose trials' values are missing (no readable matrix.parquet).
+NO_VALUES = "not tested: matrix.parquet holds no trial values (rebuild it with aorta matrix)"
 #: Characters a cell's name is shortened to (to what tells the cells apart; whole on hover).
 NAME_WIDTH = 32
 
@@ -193,9 +195,17 @@ def rows(matrix: dict[str, Any], base: Baseline, metrics: Sequence[str],
             out.append(row)
     stats = compare_rows([values.get((base.cell, out[i].metric), []) for i in tested],
                          [values.get((out[i].cell, out[i].metric), []) for i in tested], ALPHA)
+    ref_n = {m: (reference.get(m) or {}).get("n") or 0 for m in metrics}
     for i, s in zip(tested, stats, strict=True):
+        untested = s.untested
+        if s.p is None and not (values.get((base.cell, out[i].metric))
+                                and values.get((out[i].cell, out[i].metric))):
+            # no trial values (matrix.parquet missing): the counts of matrix.json still say
+            # whether a test could have been made
+            few = min(out[i].n or 0, ref_n[out[i].metric]) < min_trials(ALPHA)
+            untested = inconclusive(ALPHA) if few else NO_VALUES
         out[i] = replace(out[i], p_value=s.p, q=s.q, significant=s.significant,
-                         untested=s.untested)
+                         untested=untested)
     return out
 
 

@@ -17,7 +17,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from aorta_core.reports.matrix_files import BadMatrix, passing_values
+from aorta_core.reports import cell_pairs
+from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 from aorta_core.reports.significance import compare_rows, min_trials
 
 
@@ -49,6 +50,20 @@ class NoiseFloor:
         return next((f for c in cells if c and (f := self.floors.get((c, metric)))), None)
 
 
+def _cells(path: Path) -> list[dict]:
+    return load_matrix(path)["cells"]
+
+
+def _renamed(values: dict[tuple[str, str], list], names: dict[str, str]) -> dict:
+    """``values`` with their cells named as ``names`` pairs them (unpaired cells left out)."""
+    return {(names[c], m): v for (c, m), v in values.items() if c in names}
+
+
+def _pairs(a_cells: list[dict], b_cells: list[dict]) -> dict[str, str]:
+    """B's cell names -> A's, paired as ``aorta compare`` pairs cells (:mod:`.cell_pairs`)."""
+    return {b: a for a, b in cell_pairs.pair(a_cells, b_cells).pairs}
+
+
 def _values(path: Path, option: str) -> dict[tuple[str, str], list[tuple[int, float]]]:
     if not path.is_dir():
         raise NoiseFloorError(f"{option}: {path} is not a folder; pass the output folder of an "
@@ -56,6 +71,7 @@ def _values(path: Path, option: str) -> dict[tuple[str, str], list[tuple[int, fl
                               "RUN1,RUN2")
     try:
         long = passing_values(path)
+        load_matrix(path)
     except BadMatrix as exc:
         raise NoiseFloorError(f"{option}: {exc}") from None
     out: dict[tuple[str, str], list[tuple[int, float]]] = {}
@@ -65,24 +81,36 @@ def _values(path: Path, option: str) -> dict[tuple[str, str], list[tuple[int, fl
     return out
 
 
-def _samples(spec: str, option: str) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
-    """(source phrase, (cell, metric) -> the two A/A samples)."""
+def _samples(spec: str, option: str, baseline: list[dict]
+             ) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
+    """(source phrase, (baseline's cell, metric) -> the two A/A samples); the A/A's cells
+    are paired with the baseline's (and the second A/A run's with the first's) as ``aorta
+    compare`` pairs cells."""
     parts = [p for p in spec.split(",") if p]
     if len(parts) == 1:
         runs = _values(Path(parts[0]), option)
+        runs = _renamed(runs, _pairs(baseline, _cells(Path(parts[0]))))
         return (f"{parts[0]}, its trials split into halves (0, 2, 4, … vs 1, 3, 5, …)",
                 {k: ([v for t, v in tv if t % 2 == 0], [v for t, v in tv if t % 2 == 1])
                  for k, tv in runs.items()})
     if len(parts) == 2:
         one, two = (_values(Path(p), option) for p in parts)
+        first, second = (_cells(Path(p)) for p in parts)
+        two = _renamed(_renamed(two, _pairs(first, second)), _pairs(baseline, first))
+        one = _renamed(one, _pairs(baseline, first))
         return (f"{parts[0]} vs {parts[1]}",
                 {k: ([v for _, v in one[k]], [v for _, v in two[k]]) for k in one if k in two})
     raise NoiseFloorError(f"{option}: expected one run folder or two as RUN1,RUN2, got {spec!r}")
 
 
-def measure(spec: str, alpha: float, option: str = "--noise-floor") -> NoiseFloor:
-    """The floors of A/A ``spec`` (``RUN`` or ``RUN1,RUN2``)."""
-    source, samples = _samples(spec, option)
+def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--noise-floor"
+            ) -> NoiseFloor:
+    """The floors of A/A ``spec`` (``RUN`` or ``RUN1,RUN2``), keyed by the cells of the
+    baseline (its matrix.json's ``cells``)."""
+    try:
+        source, samples = _samples(spec, option, baseline)
+    except cell_pairs.PairingError as exc:
+        raise NoiseFloorError(f"{option} {spec}: {exc}") from None
     need = min_trials(alpha)
     keys = [k for k, (a, b) in samples.items() if min(len(a), len(b)) >= need]
     if not keys:

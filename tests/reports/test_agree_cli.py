@@ -57,7 +57,9 @@ def test_agreement_sweep_on_cpu_and_aorta_agree(tmp_path):
         walls, bare = _walls(out, name), _walls(out, "bare")
         overhead = agreement["overhead"][name]
         assert overhead["ratio"] == approx(statistics.median(walls) / statistics.median(bare))
-        assert overhead["p_value"] == approx(significance.welch_p(walls, bare))
+        # 2 trials a side: the U test cannot reach 0.05, so no p and no claim
+        assert overhead["p_value"] is None and overhead["significant"] is None
+        assert overhead["verdict"].endswith(f"({significance.inconclusive(0.05)})")
     gpu = agreement["metrics"]["gpu_time_ms"]
     assert gpu["sources"]["torchprof"]["status"] == "not measured"
     assert gpu["sources"]["rusage"]["verdict"] == \

@@ -6,6 +6,7 @@ sweep's axis on the figures' x-axis, and the page in headless Chromium. CPU only
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import statistics
@@ -21,7 +22,7 @@ from reports.test_report_browser import _render
 
 from aorta_core.reports.html import fmt
 from aorta_core.reports.matrix_files import passing_values
-from aorta_core.reports.significance import MIN_TRIALS_PER_SIDE, TOO_FEW, welch_p
+from aorta_core.reports.significance import compare_rows, inconclusive, min_trials
 from aorta_core.reports.sweep import _build_page, write_sweep_report
 
 #: A payload whose ``step_ms`` differs by trial, ``steps`` never, and ``extra_ms`` is only
@@ -29,7 +30,7 @@ from aorta_core.reports.sweep import _build_page, write_sweep_report
 PAYLOAD = ("import json, os; t = int(os.environ['AORTA_TRIAL']); m = {'step_ms': 10 + t, "
            "'steps': 5}; m.update({'extra_ms': 3.0 + t} if os.environ['MODE'] == 'a' else {}); "
            "json.dump(m, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
-#: ``step_ms`` scaled by K: 10-11 (-12) against 80-88 (-96), 8x slower.
+#: ``step_ms`` scaled by K: 10-12 (-13) against 80-96 (-104), 8x slower.
 SCALED = ("import json, os; t = int(os.environ['AORTA_TRIAL']); k = int(os.environ['K']); "
           "json.dump({'step_ms': k * (10 + t)}, open(os.environ['AORTA_METRICS_PATH'], 'w'))")
 H200_README = REPO / "bench/gpu_evidence/h200-2026-12-03/readme/run/matrix.json"
@@ -59,7 +60,7 @@ SWEEPS = {
     "modes": ("-m", "sweep=repeat", "trials=2", "+env.MODE=a,b", "--", sys.executable, "-c",
               PAYLOAD),
     **{f"scaled{n}": ("-m", "sweep=repeat", f"trials={n}", "+env.K=1,8", "--", sys.executable,
-                      "-c", SCALED) for n in (2, 3)},
+                      "-c", SCALED) for n in (3, 4)},
 }
 
 
@@ -97,13 +98,13 @@ def _metrics(table: Table) -> list[str]:
 
 def _check_against_baseline(out: Path, table: Table, baseline: str) -> None:
     """Every row of a cell other than the baseline: the difference of medians (matrix.json) and
-    Welch's p computed here from the trials' values in matrix.parquet, or, with fewer than
-    :data:`MIN_TRIALS_PER_SIDE` on a side, no test."""
+    the U test's p and q over the headline's tested rows (one family), from the trials' values
+    in matrix.parquet, or, with fewer than :func:`min_trials` on a side, no test."""
     matrix = json.loads((out / "matrix.json").read_text())
     medians = {c["cell"]: {m: s["median"] for m, s in c["metrics_summary"].items()}
                for c in matrix["cells"]}
     values = passing_values(out)
-    checked = 0
+    tested = []
     for row in table.rows:
         metric, cell = row[0].title, row[1].title or row[1].text.removesuffix(" (baseline)")
         if row[0].text.endswith(": hottest"):
@@ -117,14 +118,16 @@ def _check_against_baseline(out: Path, table: Table, baseline: str) -> None:
         pct = delta / abs(medians[baseline][metric]) * 100
         assert row[4].text == ("+" if pct > 0 else "") + fmt(pct) + " %"
         side = [values.filter((pl.col("cell") == c) & (pl.col("metric") == metric))["value"]
-                .to_list() for c in (cell, baseline)]
-        p = welch_p(*side)
-        if min(map(len, side)) < MIN_TRIALS_PER_SIDE:
-            assert row[5].text == TOO_FEW
+                .to_list() for c in (baseline, cell)]
+        tested.append((row, side))
+    stats = compare_rows([b for _, (b, _) in tested], [c for _, (_, c) in tested])
+    for (row, side), s in zip(tested, stats, strict=True):
+        if min(map(len, side)) < min_trials(0.05):
+            assert row[5].text == inconclusive(0.05)
         else:
-            word = "significant" if p < 0.05 else "not significant"
-            assert row[5].text == f"{word} (p = {p:.2g})"
-        checked += 1
+            word = "significant" if s.q <= 0.05 else "not significant"
+            assert row[5].text == f"{word} (p = {s.p:.2g}, q = {s.q:.2g})"
+    checked = len(tested)
     assert checked
 
 
@@ -156,7 +159,7 @@ def test_h200_benchmark_headline(tmp_path):
               if row[0].title == "workload_tflops"]
     assert tflops == [["workload.parallel=ddp (baseline)", "395.3 ± 0.07329 (n=2)", "", "", ""],
                       ["workload.parallel=fsdp", "387.8 ± 2.094 (n=2)", "-7.495", "-1.896 %",
-                       "too few trials to test (needs ≥ 3 per side)"]]
+                       inconclusive(0.05)]]
 
 
 def test_grid_headline_and_axes(runs):
@@ -211,21 +214,21 @@ def test_agree_headline_leads_with_the_verdicts(runs):
     _check_against_baseline(out, table, "bare")
 
 
-@pytest.mark.parametrize("trials", [2, 3])
+@pytest.mark.parametrize("trials", [3, 4])
 def test_no_significance_claim_below_the_minimum_trials(runs, trials):
-    """8x slower with 2 trials a side: Welch's p would be 0.034 ("significant") from one degree
-    of freedom a side; the headline says there are too few trials and colours nothing. With 3
-    it tests, and a significant slowdown is red."""
+    """8x slower with 3 trials a side: the exact U test cannot go below p = 0.1, so the
+    headline says it is inconclusive and colours nothing. With 4 it tests (p = 2/70, one
+    headline row: q = p), and a significant slowdown is red."""
     out = runs[f"scaled{trials}"]
     table, paragraphs, _ = _headline(out)
-    assert "made with at least 3 trials on each side" in paragraphs[0]
+    assert "made with at least 4 trials on each side" in paragraphs[0]
     (row,) = [r for r in table.rows if r[1].text == "env.K=8"]
     fast, slow = [10 + t for t in range(trials)], [8 * (10 + t) for t in range(trials)]
-    if trials < MIN_TRIALS_PER_SIDE:
-        assert welch_p(fast, slow) < 0.05  # what was claimed before
-        significance, css = TOO_FEW, None
+    if trials < min_trials(0.05):
+        significance, css = inconclusive(0.05), None
     else:
-        significance, css = f"significant (p = {welch_p(fast, slow):.2g})", "bad"
+        p = 2 / math.comb(2 * trials, trials)  # all apart: the most extreme split, both tails
+        significance, css = f"significant (p = {p:.2g}, q = {p:.2g})", "bad"
     delta = statistics.median(slow) - statistics.median(fast)
     assert [c.text for c in row[3:]] == [f"+{delta:g}", "+700 %", significance]
     headline = re.search(r"<table class='headline'>(.*?)</table>",
