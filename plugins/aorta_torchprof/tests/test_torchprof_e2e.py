@@ -125,6 +125,16 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     assert set(table["kind"]) == {"cpu_op"} and set(table["collector"]) == {"torchprof"}
     assert len(set(table["step"].drop_nulls())) == 2
     assert table["total_ms"].sum() == pytest.approx(summary["torchprof_cpu_op_ms"]["mean"])
+    # `aorta parse OUTPUT --kernels` writes the same table again from the artifacts
+    trial = next(out.glob("cells/*/trial_000"))
+    (trial / "kernels.parquet").unlink()
+    done = subprocess.run([sys.executable, "-m", "aorta_core", "parse", str(out), "--kernels"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{trial}: {table.height} kernel rows" in done.stdout
+    again = pl.read_parquet(trial / "kernels.parquet")
+    assert again.sort(["name", "step"]).equals(table.sort(["name", "step"]))
+    assert json.loads((trial / "record.json").read_text())["kernels"] == record["kernels"]
     # The CPU operators reach both reports, hottest first, through the core's generic section
     # of list-valued metrics (torchprof adds no section of its own: once, not twice).
     hottest = matrix["cells"][0]["metrics_text"]["torchprof_top_cpu_ops"]
