@@ -5,6 +5,8 @@ each PROVENANCE.md), written as ``kernels.parquet`` and paired across collectors
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -99,3 +101,23 @@ def test_tables_of_two_collectors_in_one_file(tmp_path):
     assert set(steps) == {2, 3, 4}
     assert table.filter(pl.col("collector") == "proton")["step"].null_count() == \
         table.filter(pl.col("collector") == "proton").height
+
+
+def test_without_a_cpp_runtime_names_stay_mangled_with_one_warning():
+    """Where ctypes finds neither libstdc++ nor libc++ (a bare container), cxxfilt cannot
+    demangle: the name is kept as is, and the warning says what to install."""
+    code = (
+        "import ctypes.util, warnings\n"
+        "ctypes.util.find_library = lambda name: None\n"
+        "from aorta_core.api.kernel_names import demangle, kernel_key\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    name = '_ZN7cutlass7Kernel2I3cfgEEvNT_6ParamsE'\n"
+        "    assert demangle(name) == name and demangle(name) == name\n"
+        "    assert kernel_key(name) == name.lower()\n"
+        "print(len(caught), caught[0].message)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    count, message = done.stdout.split(" ", 1)
+    assert count == "1" and "kernel names stay mangled" in message and "libstdc++" in message
