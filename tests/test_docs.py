@@ -23,8 +23,8 @@ def test_every_hook_is_documented_with_its_signature():
     hooks = _hooks()
     assert {h.__name__ for h in hooks} == {
         "aorta_collector", "aorta_commands", "check_options", "resource_claims", "check_machine",
-        "wrap_argv", "payload_session", "collect_artifacts", "parse_metrics", "timeline_sources",
-        "report_sections"}
+        "wrap_argv", "payload_session", "collect_artifacts", "parse_metrics", "kernel_table",
+        "timeline_sources", "report_sections"}
     for hook in hooks:
         signature = str(inspect.signature(hook)).replace("'", "")
         assert f"### `{hook.__name__}{signature}`" in text, f"{hook.__name__} undocumented"

@@ -20,13 +20,22 @@ import sys
 import tempfile
 from pathlib import Path
 
+import polars as pl
 import pytest
 from cli_helpers import PluginSite
 from fuzz_helpers import FUZZ, check_metrics, time_limit
 from needs import need
 from omegaconf import OmegaConf
 
-from aorta_core.api.contracts import Claim, Command, Launch, ReportSection, TimelineSource
+from aorta_core.api.contracts import (
+    KERNEL_KINDS,
+    Claim,
+    Command,
+    KernelRow,
+    Launch,
+    ReportSection,
+    TimelineSource,
+)
 from aorta_core.app.cli import RESERVED
 from aorta_core.app.plugin_commands import collector_commands
 from aorta_core.engine.cells import Cell, ConfigError, checked_collectors
@@ -76,6 +85,10 @@ def wrap_argv(launch, options, artifact_dir):
 @hookimpl
 def collect_artifacts(artifact_dir, options, run):
     return _answer("collect_artifacts", None)
+
+@hookimpl
+def kernel_table(artifact_dir, options):
+    return _answer("kernel_table", [])
 
 @hookimpl
 def parse_metrics(artifact_dir, options):
@@ -187,6 +200,8 @@ def _contract(inner):
         st.builds(Launch, argv=inner | st.lists(inner, max_size=3).map(tuple), env=inner,
                   cwd=inner),
         st.builds(Claim, resource=inner, exclusive=inner, why=inner),
+        st.builds(KernelRow, name=inner, calls=inner, total_ms=inner,
+                  kind=st.sampled_from(KERNEL_KINDS) | inner, step=inner),
         st.builds(Command, help=inner, main=inner),
         st.builds(ReportSection, title=inner, text=inner, columns=inner,
                   rows=st.lists(st.lists(inner, max_size=2), max_size=2)),
@@ -240,7 +255,8 @@ def _plain(value: object) -> None:
 
 
 def _trial(registry, folder: Path) -> None:
-    """A trial's hooks (``wrap_argv``, ``collect_artifacts``, ``parse_metrics``): a record."""
+    """A trial's hooks (``wrap_argv``, ``collect_artifacts``, ``parse_metrics``,
+    ``kernel_table``): a record, and a kernel table that polars reads when it names one."""
     cell = Cell(name="c", directory=folder / "c", axes={}, command=("true",), env={},
                 collectors={"hostile": registry.collectors["hostile"].info.options()},
                 timeout_s=60, retain={}, fingerprint="f", hook_timeout_s=20)
@@ -254,6 +270,9 @@ def _trial(registry, folder: Path) -> None:
     for note in record.warnings.get("hostile", []):
         _one_line(note)
     assert all(type(a) is str for a in record.collectors["hostile"].artifacts)
+    if record.kernels is not None:
+        table = pl.read_parquet(cell.trial_dir(0) / record.kernels.file)
+        assert table.height == record.kernels.rows > 0
 
 
 def _checks(registry, folder: Path) -> None:
@@ -289,6 +308,7 @@ def _report(registry, folder: Path) -> None:
 
 #: Each hook, and the way its answer takes through aorta.
 HOOKS = {"wrap_argv": _trial, "collect_artifacts": _trial, "parse_metrics": _trial,
+         "kernel_table": _trial,
          "check_options": _checks, "resource_claims": _checks, "aorta_commands": _commands,
          "timeline_sources": _timeline, "report_sections": _report}
 
@@ -313,3 +333,31 @@ def test_the_fuzz_reaches_the_hooks(plugin) -> None:
         _trial(registry, Path(tmp))
         record = load_record(Path(tmp) / "c" / "trial_000" / "record.json")
     assert (record.metrics["hostile_n"], record.metrics["hostile_s"]) == (7, "x")
+
+
+def test_kernel_rows_reach_the_table_and_a_bad_row_costs_only_the_table(plugin) -> None:
+    registry, module = plugin
+    module.ANSWERS.clear()
+    mangled = "_ZN2at6native18elementwise_kernelILi128ELi4EEEviT_"
+    module.ANSWERS["parse_metrics"] = {"hostile_n": 1}
+    module.ANSWERS["kernel_table"] = [KernelRow(mangled, 3, 1.5, "gpu_kernel", 2),
+                                      KernelRow("aten::mm", 1, 0.25, "cpu_op")]
+    with tempfile.TemporaryDirectory() as tmp:
+        _trial(registry, Path(tmp))
+        trial = Path(tmp) / "c" / "trial_000"
+        record = load_record(trial / "record.json")
+        table = pl.read_parquet(trial / "kernels.parquet")
+    assert record.kernels.file == "kernels.parquet" and record.kernels.rows == 2
+    assert table.rows() == [
+        ("hostile", "void at::native::elementwise_kernel<128, 4>(int, 128)",
+         "at::native::elementwise_kernel<128,4>", "gpu_kernel", 2, 3, 1.5),
+        ("hostile", "aten::mm", "aten::mm", "cpu_op", None, 1, 0.25)]
+    module.ANSWERS["kernel_table"] = [KernelRow("k", 1, 1.0, "gpu_kernel"),
+                                      KernelRow("k", -1, 1.0, "gpu_kernel")]
+    with tempfile.TemporaryDirectory() as tmp:
+        _trial(registry, Path(tmp))
+        record = load_record(Path(tmp) / "c" / "trial_000" / "record.json")
+        assert not (Path(tmp) / "c" / "trial_000" / "kernels.parquet").exists()
+    assert record.kernels is None and record.metrics["hostile_n"] == 1
+    (line,) = [n for n in record.warnings["hostile"] if "kernel_table" in n]
+    assert "calls -1 of 'k' (must be an int >= 0)" in line and "table is left out" in line

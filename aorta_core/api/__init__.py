@@ -5,7 +5,8 @@ everything else in ``aorta_core`` may change between releases. The hooks themsel
 specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name below.
 
 - contract types: :class:`CollectorInfo`, :class:`Launch`, :class:`TrialRun`, :class:`Claim`,
-  :class:`TimelineSource`, :class:`ReportSection`, :class:`Command`, :class:`PayloadSession`;
+  :class:`TimelineSource`, :class:`ReportSection`, :class:`Command`, :class:`PayloadSession`,
+  :class:`KernelRow`;
   errors :class:`SetupError`, :class:`OptionError`; ``hookimpl`` marks an implementation;
 - option checks: ``check_regex``, ``check_text``; the profiler binary: ``find_executable``;
 - bounded reads of artifacts: ``read_limited``, ``open_limited``, ``mapped_limited``,
@@ -18,10 +19,12 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
   ``rank_in_head`` (Kineto's ``distributedInfo.rank`` from a trace's first 64 KiB);
 - intervals: ``merge``, ``covered`` (numpy columns), ``merged``, ``total_length`` ((start, end)
-  pairs, no numpy), ``union_length``; install hints: ``pip_install``.
+  pairs, no numpy), ``union_length``; install hints: ``pip_install``;
+- kernel names: ``demangle`` (Itanium names, by cxxfilt), ``signature``, ``kernel_key`` (one key
+  per kernel whichever profiler printed it; template arguments and tile shapes collapsible).
 
-Launches, intervals, trace pieces and install hints load on first use, so that importing a plugin
-stays cheap.
+Launches, intervals, trace pieces, install hints and kernel names load on first use, so that
+importing a plugin stays cheap.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from aorta_core.api.contracts import (
     Claim,
     CollectorInfo,
     Command,
+    KernelRow,
     Launch,
     OptionError,
     PayloadSession,
@@ -68,10 +72,13 @@ _LAZY = {
     "union_length": "aorta_core.api.intervals",
     "pip_install": "aorta_core.api.install_hints",
     "decode_pieces": "aorta_core.api.trace_pieces",
+    "demangle": "aorta_core.api.kernel_names", "kernel_key": "aorta_core.api.kernel_names",
+    "signature": "aorta_core.api.kernel_names",
 }
 
 __all__ = [
-    "Claim", "CollectorInfo", "Command", "FileRefused", "Launch", "Mapped", "OptionError",
+    "Claim", "CollectorInfo", "Command", "FileRefused", "KernelRow", "Launch", "Mapped",
+    "OptionError",
     "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
     "check_regex", "check_regular", "check_text", "decoded_bytes", "files_under",
     "find_executable",

@@ -197,6 +197,25 @@ class ReportSection:
     rows: Sequence[Sequence[Any]] = ()
 
 
+#: What a :class:`KernelRow` times: a kernel on a device, or a CPU operator (its self time).
+KERNEL_KINDS = ("gpu_kernel", "cpu_op")
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One row of a trial's kernel and op table (``kernel_table``): a kernel's (or CPU op's)
+    calls and total time, in one profiled step or (``step=None``) the whole capture."""
+
+    #: As the profiler printed it (mangled names are demangled by the core).
+    name: str
+    calls: int
+    total_ms: float
+    #: One of :data:`KERNEL_KINDS`.
+    kind: str
+    #: The profiler step (``ProfilerStep#N``'s N); ``None`` where the capture has no steps.
+    step: int | None = None
+
+
 @dataclass(frozen=True)
 class Command:
     """An ``aorta <name>`` command a collector adds (``aorta_commands``)."""

@@ -11,7 +11,7 @@ failed sweep. Only ``aorta_collector`` and ``wrap_argv`` are required.
 Phases: **load** (``aorta_collector``, ``aorta_commands``) → **check**, before any trial
 (``check_options``, ``resource_claims``, ``check_machine``) → **run**, each trial
 (``wrap_argv``, then ``payload_session`` inside the workload) → **after the run**
-(``collect_artifacts``, ``parse_metrics``) → **reports** (``timeline_sources``,
+(``collect_artifacts``, ``parse_metrics``, ``kernel_table``) → **reports** (``timeline_sources``,
 ``report_sections``).
 """
 
@@ -27,6 +27,7 @@ from aorta_core.api.contracts import (
     Claim,
     CollectorInfo,
     Command,
+    KernelRow,
     Launch,
     PayloadSession,
     ReportSection,
@@ -169,6 +170,28 @@ def parse_metrics(artifact_dir: Path, options: Any) -> dict[str, Any]:
     the reason), never an exception. A number that was not measured is omitted, never
     invented. Units live in the names (``_ms``, ``_us``, ``_bytes``). The core adds
     ``<name>_artifact_dir`` itself.
+    """
+
+
+@hookspec
+def kernel_table(artifact_dir: Path, options: Any) -> Iterable[KernelRow]:
+    """The trial's kernels (or CPU ops) as rows: name, calls, total ms, per profiled step where
+    the capture has steps (``step=None`` otherwise), for ``kernels.parquet`` beside the record,
+    which ``aorta compare`` reads instead of the traces.
+
+    Called right after ``parse_metrics``, in the same process, whatever the run's outcome (a
+    failed trial's rows are kept too): a collector may keep what its parse read (module state)
+    instead of reading a trace twice. Rows of one name and step are summed by the hook, not
+    repeated. The core demangles names and adds the pairing key
+    (:func:`aorta_core.api.kernel_names.kernel_key`). Fail-soft as ``parse_metrics``: return
+    ``[]`` when there is nothing; a row that is not a :class:`KernelRow` of valid values, or an
+    exception, costs this collector's table and one warning, never its metrics or the trial::
+
+        @hookimpl
+        def kernel_table(artifact_dir, options):
+            totals = read_my_profile(artifact_dir)  # {name: (calls, total_ms)}
+            return [KernelRow(name, calls, ms, kind="gpu_kernel")
+                    for name, (calls, ms) in totals.items()]
     """
 
 

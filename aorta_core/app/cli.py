@@ -133,6 +133,11 @@ def cmd_matrix(ns: argparse.Namespace) -> int:
 
 
 def cmd_parse(ns: argparse.Namespace) -> int:
+    if ns.kernels:
+        return _parse_kernels(ns)
+    if ns.artifact_dir is None:
+        error_line("aorta parse needs COLLECTOR ARTIFACT_DIR (or OUTPUT --kernels)")
+        return 2
     registry = load_registry_or_exit(ns.collector)  # imports no other collector
     collector = registry.collectors.get(ns.collector)
     if collector is None:
@@ -156,6 +161,21 @@ def cmd_parse(ns: argparse.Namespace) -> int:
         collector_warning(ns.collector, note)
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
     _print_json(metrics, ns.out)
+    return 0
+
+
+def _parse_kernels(ns: argparse.Namespace) -> int:
+    output = Path(ns.collector)
+    if ns.artifact_dir is not None or ns.options:
+        error_line("aorta parse OUTPUT --kernels takes only the sweep's output folder")
+        return 2
+    if not (output / "cells").is_dir():
+        error_line(f"{output} holds no sweep (no cells/ folder); pass the output=<dir> of a sweep")
+        return 2
+    from aorta_core.app.parse_kernels import write_kernel_tables
+
+    write_kernel_tables(output, load_registry_or_exit(), lambda line: ns.out.write(line + "\n"),
+                        warning_line)
     return 0
 
 
@@ -507,9 +527,13 @@ def _parser() -> argparse.ArgumentParser:
     p = _add_tool(sub, "matrix", "(re)build matrix.json/.parquet, perf.md, report.html")
     p.add_argument("output", help="the sweep's output folder")
     p.set_defaults(func=cmd_matrix)
-    p = _add_tool(sub, "parse", "print the metrics a collector parses from a folder")
-    p.add_argument("collector")
-    p.add_argument("artifact_dir")
+    p = _add_tool(sub, "parse", "print the metrics a collector parses from a folder; "
+                                "--kernels: write a sweep's kernel tables again")
+    p.add_argument("collector", help="the collector (with --kernels: the sweep's output)")
+    p.add_argument("artifact_dir", nargs="?")
+    p.add_argument("--kernels", action="store_true",
+                   help="aorta parse OUTPUT --kernels: write each trial's kernels.parquet from "
+                        "its artifacts, nothing re-run")
     p.add_argument("options", nargs="*", metavar="key=value",
                    help="collector options, as in collector.<name>.<key>=<value>")
     p.set_defaults(func=cmd_parse)

@@ -20,6 +20,7 @@ from aorta_core.api.contracts import SetupError
 from aorta_core.api.files import FileRefused, read_regular
 from aorta_core.api.oneline import exception_line
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S, call_hook
+from aorta_core.engine.kernel_tables import KernelTables
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -142,19 +143,23 @@ def _shown(value: Any, how: Any) -> str:
     return repr(text) if how is str else text
 
 
-def collector_metrics(registry, name: str, folder: Path, options: Any, notes: Notes
-                      ) -> dict[str, Any]:
+def collector_metrics(registry, name: str, folder: Path, options: Any, notes: Notes,
+                      tables: KernelTables | None = None) -> dict[str, Any]:
     """``parse_metrics`` of one collector, isolated and cleaned as the contract says (in the
-    hook's process: what the plugin returned runs code when read).
+    hook's process: what the plugin returned runs code when read); with ``tables``, its
+    ``kernel_table`` too, in the same process (:mod:`aorta_core.engine.kernel_tables`).
 
     Shared by every trial and by ``aorta parse``, so both show the same metrics.
     """
-    return notes.call(
-        name, "parse_metrics",
-        lambda: _cleaned(name, registry.call(name, "parse_metrics", artifact_dir=folder,
-                                             options=options)),
-        {},
-    )
+    def parse() -> tuple[dict[str, Any], list[tuple] | None]:
+        metrics = _cleaned(name, registry.call(name, "parse_metrics", artifact_dir=folder,
+                                               options=options))
+        return metrics, tables and tables.add(registry, name, folder, options)
+
+    metrics, rows = notes.call(name, "parse_metrics", parse, ({}, None))
+    if tables is not None:
+        tables.took(rows)
+    return metrics
 
 
 def _cleaned(name: str, raw: Any) -> dict[str, Any]:

@@ -42,6 +42,14 @@ class Retention(msgspec.Struct):
     deleted: list[str]
 
 
+class KernelsRecord(msgspec.Struct):
+    """The trial's kernel and op table (:mod:`aorta_core.engine.kernel_tables`)."""
+
+    #: Beside the record: ``kernels.parquet``.
+    file: str
+    rows: int
+
+
 class AutoRecord(msgspec.Struct):
     profile: str
     machine: str
@@ -79,6 +87,8 @@ class TrialRecord(msgspec.Struct, kw_only=True):
     fingerprint: str | None = None
     auto: AutoRecord | None = None
     metrics: dict[str, MetricValue] = {}
+    #: ``None``: no collector gave a kernel table.
+    kernels: KernelsRecord | None = None
     recorded_at_unix: float | None = None
 
 

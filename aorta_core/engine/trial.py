@@ -28,6 +28,7 @@ from aorta_core.engine.attempts import start_attempt
 from aorta_core.engine.cells import Cell
 from aorta_core.engine.failure import describe
 from aorta_core.engine.isolation import call_hook
+from aorta_core.engine.kernel_tables import KERNELS_NAME, KernelTables
 from aorta_core.engine.metrics import Notes, collector_metrics, safe_text, workload_metrics
 from aorta_core.engine.plugins import Registry
 from aorta_core.engine.process import ProcessOutcome, WatchdogError, run_launch
@@ -35,6 +36,7 @@ from aorta_core.engine.records import (
     RECORD_NAME,
     AutoRecord,
     CollectorRecord,
+    KernelsRecord,
     Retention,
     TrialRecord,
     write_record,
@@ -52,7 +54,7 @@ def _prepare(trial_dir: Path, collectors: list[str]) -> dict[str, Path]:
     if trial_dir.is_symlink():
         trial_dir.unlink()
     trial_dir.mkdir(parents=True, exist_ok=True)
-    for name in (STDOUT_NAME, STDERR_NAME, WORKLOAD_METRICS_NAME, *collectors):
+    for name in (STDOUT_NAME, STDERR_NAME, WORKLOAD_METRICS_NAME, KERNELS_NAME, *collectors):
         # what an earlier attempt (or anyone) left: a link is removed, never followed, and a
         # read-only folder a payload left is made writable first (files.remove)
         remove(trial_dir / name, trial_dir)
@@ -119,9 +121,10 @@ def probe_attach(cell: Cell, registry: Registry) -> str | None:
 
 
 def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str, Path],
-             run: TrialRun | None, notes: Notes
+             run: TrialRun | None, notes: Notes, tables: KernelTables
              ) -> tuple[dict[str, CollectorRecord], dict[str, Any]]:
-    """Per collector: its artifacts (after a run) and its metrics, each hook isolated."""
+    """Per collector: its artifacts (after a run), its metrics and its kernel table rows, each
+    hook isolated."""
     records, metrics = {}, {}
     for name, folder in folders.items():
         options = cell.collectors[name]
@@ -134,7 +137,7 @@ def _collect(registry: Registry, cell: Cell, trial_dir: Path, folders: dict[str,
                                    _artifact_paths(registry.call(
                                        n, "collect_artifacts", artifact_dir=f, options=o,
                                        run=run), f), [], may_refuse=True)
-            metrics.update(collector_metrics(registry, name, folder, options, notes))
+            metrics.update(collector_metrics(registry, name, folder, options, notes, tables))
         metrics[f"{name}_artifact_dir"] = safe_text(str(folder))
         records[name] = CollectorRecord(
             version=registry.collectors[name].version,
@@ -223,8 +226,9 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
             error = str(exc)
     swapped = guard.swapped() if outcome is not None else None
     run = outcome and TrialRun(launch, outcome.returncode, outcome.timed_out, stdout, stderr)
+    tables = KernelTables(trial_dir / KERNELS_NAME)
     collectors, metrics = _collect(registry, cell, trial_dir, {} if swapped else folders, run,
-                                   notes)
+                                   notes, tables)
     if not swapped:
         metrics.update(workload_metrics(trial_dir / WORKLOAD_METRICS_NAME, notes))
     if error is None and notes.unmeasured:  # a collector's profiler could not start in the run
@@ -257,6 +261,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
         collectors=collectors, warnings=notes.by_collector,
         retention=Retention(level, deleted), fingerprint=cell.fingerprint,
         auto=AutoRecord(**cell.auto.to_json()) if cell.auto else None,
-        metrics=metrics, recorded_at_unix=time.time(),
+        metrics=metrics, kernels=KernelsRecord(**k) if (k := tables.record()) else None,
+        recorded_at_unix=time.time(),
     )
     return write_record(trial_dir / RECORD_NAME, record)

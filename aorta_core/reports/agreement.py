@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from aorta_core.api.kernel_names import kernel_key, signature
 from aorta_core.engine.matrix import WALL, scan
 from aorta_core.engine.records import VERDICTS, TrialRecord, write_json_atomic
 from aorta_core.reports import significance
-from aorta_core.reports.kernel_names import kernel_key, signature
 
 SCHEMA_VERSION = 1
 AGREEMENT_NAME = "agreement.json"

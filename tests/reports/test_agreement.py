@@ -17,6 +17,7 @@ import pytest
 from pytest import approx
 from reports.report_helpers import REPO
 
+from aorta_core.api.kernel_names import kernel_key
 from aorta_core.engine.cell_state import skip
 from aorta_core.engine.cells import Place
 from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_json_atomic, write_record
@@ -26,7 +27,6 @@ from aorta_core.reports.agreement import (
     build_agreement,
     write_agreement,
 )
-from aorta_core.reports.kernel_names import kernel_key
 
 REFERENCE = "workload_gpu_time_ms"
 TORCHPROF_TOP = json.loads((REPO / "plugins/aorta_torchprof/tests/fixtures/cuda_h200/record.json")

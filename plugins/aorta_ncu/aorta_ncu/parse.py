@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from aorta_core.api import FileRefused, read_limited
+from aorta_core.api import FileRefused, KernelRow, read_limited
 from aorta_ncu.collect import CONSOLE, RAW
 from aorta_ncu.counters import HARDWARE
 from aorta_ncu.host import PERMISSION_FIX
@@ -128,3 +128,19 @@ def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
         warnings.warn(f"ncu: {raw} lists no profiled launch", stacklevel=2)
         return {}
     return launch_metrics(launches)
+
+
+def kernel_rows(artifact_dir: Path) -> list[KernelRow]:
+    """One row per kernel (launches and summed duration; ncu has no steps), from the launches
+    ``parse_metrics`` reads; ``[]`` where it found none (it said why)."""
+    root = Path(artifact_dir)
+    try:
+        launches = read_launches(root / RAW, root)
+    except (Exception, pl.exceptions.PanicException):
+        return []
+    if launches.height == 0 or "time_ms" not in launches.columns:
+        return []
+    timed = launches.filter(pl.col("time_ms").is_not_null() & pl.col("name").is_not_null())
+    per_kernel = timed.group_by("name").agg(pl.len().alias("calls"), pl.col("time_ms").sum())
+    return [KernelRow(name, int(calls), float(ms), "gpu_kernel")
+            for name, calls, ms in per_kernel.iter_rows()]

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core.api import Claim, CollectorInfo, Launch, TrialRun, hookimpl
+from aorta_core.api import Claim, CollectorInfo, KernelRow, Launch, TrialRun, hookimpl
 from aorta_ncu.collect import collect
 from aorta_ncu.options import NcuOptions, validate
 from aorta_ncu.wrap import wrap
@@ -46,6 +46,13 @@ def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
 @hookimpl
 def collect_artifacts(artifact_dir: Path, options: Any, run: TrialRun) -> list[Path]:
     return collect(artifact_dir, options, run)
+
+
+@hookimpl
+def kernel_table(artifact_dir: Path, options: Any) -> list[KernelRow]:
+    from aorta_ncu.parse import kernel_rows
+
+    return kernel_rows(artifact_dir)
 
 
 @hookimpl

@@ -22,7 +22,14 @@ from typing import Any
 
 import msgspec
 
-from aorta_core.api import FileRefused, files_under, json_number, read_limited, without_bom
+from aorta_core.api import (
+    FileRefused,
+    KernelRow,
+    files_under,
+    json_number,
+    read_limited,
+    without_bom,
+)
 from aorta_proton.session import METADATA_FRAME
 
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)
@@ -51,6 +58,9 @@ class Totals:
     kernel_ns: dict[str, float] = field(default_factory=dict)
     kernel_calls: int = 0
     calls_known: bool = True
+    #: Calls per kernel name; a name whose count is unreadable is left out.
+    calls_by_name: dict[str, int] = field(default_factory=dict)
+    uncounted: set[str] = field(default_factory=set)
     scope_cycles: dict[str, float] = field(default_factory=dict)
     scope_normalized: dict[str, float] = field(default_factory=dict)
     samples: float = 0.0
@@ -64,8 +74,10 @@ class Totals:
         count = _number(calls)
         if count is None or count != int(count):
             self.calls_known = False
+            self.uncounted.add(name)
         else:
             self.kernel_calls += int(count)
+            self.calls_by_name[name] = self.calls_by_name.get(name, 0) + int(count)
 
     def add_frame(self, name: str, metrics: dict[str, Any]) -> None:
         ns = next(
@@ -218,14 +230,38 @@ def _scope_metrics(totals: Totals) -> dict[str, Any]:
     return out
 
 
-def parse(artifact_dir: Path) -> dict[str, Any]:
-    """Metrics of every Proton profile under ``artifact_dir`` (``{}`` when there is none)."""
-    if not artifact_dir.is_dir():
-        return {}
+#: The totals of the folder parsed last in this process, for ``kernel_table`` (called right
+#: after ``parse_metrics`` in the same process): the profiles are not read twice.
+_last: dict[Path, Totals] = {}
+
+
+def _totals(artifact_dir: Path) -> Totals:
     totals = Totals()
     files = files_under(artifact_dir, "*.hatchet") + files_under(artifact_dir, "*.chrome_trace")
     for path in files:
         (_add_hatchet if path.suffix == ".hatchet" else _add_trace)(path, artifact_dir, totals)
+    _last.clear()
+    _last[artifact_dir.resolve()] = totals
+    return totals
+
+
+def kernel_rows(artifact_dir: Path) -> list[KernelRow]:
+    """One row per kernel (no steps: a Proton profile sums the whole session), from the
+    profiles ``parse`` read; kernels whose call count is unreadable are left out."""
+    artifact_dir = Path(artifact_dir)
+    if not artifact_dir.is_dir():
+        return []
+    totals = _last.get(artifact_dir.resolve()) or _totals(artifact_dir)
+    return [KernelRow(name, totals.calls_by_name.get(name, 0), ns / 1e6, "gpu_kernel")
+            for name, ns in totals.kernel_ns.items()
+            if name not in totals.uncounted and math.isfinite(ns)]
+
+
+def parse(artifact_dir: Path) -> dict[str, Any]:
+    """Metrics of every Proton profile under ``artifact_dir`` (``{}`` when there is none)."""
+    if not artifact_dir.is_dir():
+        return {}
+    totals = _totals(artifact_dir)
     for path in files_under(artifact_dir, "*.hatchet_msgpack"):
         warnings.warn(
             f"{path.name} is msgpack, which aorta does not read; "

@@ -14,6 +14,7 @@ from typing import Any
 from aorta_core.api import (
     Claim,
     CollectorInfo,
+    KernelRow,
     Launch,
     PayloadSession,
     SetupError,
@@ -109,6 +110,13 @@ def parse_metrics(artifact_dir: Path, options: ProtonOptions) -> dict[str, Any]:
     from aorta_proton.parse import parse
 
     return parse(artifact_dir)
+
+
+@hookimpl
+def kernel_table(artifact_dir: Path, options: ProtonOptions) -> list[KernelRow]:
+    from aorta_proton.parse import kernel_rows
+
+    return kernel_rows(artifact_dir)
 
 
 @hookimpl

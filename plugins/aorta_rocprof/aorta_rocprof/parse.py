@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from aorta_core.api import FileRefused, files_under, json_number
+from aorta_core.api import FileRefused, KernelRow, files_under, json_number
 from aorta_rocprof.tables import Spans, Totals, read_dispatches, read_spans, read_stats
 
 STATS_GLOBS = ("*_kernel_stats.csv", "results.stats.csv")
@@ -163,3 +163,17 @@ def parse_metrics(artifact_dir: Path) -> dict[str, Any]:
             stacklevel=2,
         )
     return _json_safe(metrics)
+
+
+def kernel_rows(artifact_dir: Path) -> list[KernelRow]:
+    """One row per kernel (dispatches and summed duration; rocprof has no steps), from the
+    totals ``parse_metrics`` reads; ``[]`` (one warning) where the call counts are not to be
+    trusted."""
+    totals = kernel_totals(Path(artifact_dir))
+    if totals is None:
+        return []
+    if not totals.counts_trusted:
+        warnings.warn("rocprof: kernel call counts are unreadable; no kernel table", stacklevel=2)
+        return []
+    return [KernelRow(name, totals.calls.get(name, 0), ns / NS_PER_MS, "gpu_kernel")
+            for name, ns in totals.ns.items()]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aorta_core.api import Claim, CollectorInfo, Launch, hookimpl
+from aorta_core.api import Claim, CollectorInfo, KernelRow, Launch, hookimpl
 from aorta_rocprof.options import RocprofOptions, validate
 from aorta_rocprof.wrap import wrap
 
@@ -39,6 +39,13 @@ def resource_claims(options: Any) -> list[Claim]:
 @hookimpl
 def wrap_argv(launch: Launch, options: Any, artifact_dir: Path) -> Launch:
     return wrap(launch, options, artifact_dir)
+
+
+@hookimpl
+def kernel_table(artifact_dir: Path, options: Any) -> list[KernelRow]:
+    from aorta_rocprof.parse import kernel_rows
+
+    return kernel_rows(artifact_dir)
 
 
 @hookimpl

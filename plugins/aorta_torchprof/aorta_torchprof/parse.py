@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aorta_core.api import (
+    KernelRow,
     decoded_bytes,
     files_under,
     merged,
@@ -110,12 +111,41 @@ def _no_trace_reason(artifact_dir: Path) -> str:
         "crashed first); see the trial's stderr.log")
 
 
+#: The per-step rows of the folder parsed last in this process: ``kernel_table`` runs right
+#: after ``parse_metrics`` in the same process and takes them instead of reading the traces
+#: again (traces reach 100+ MB).
+_last_rows: dict[Path, list[KernelRow]] = {}
+
+
+def kernel_rows(artifact_dir: Path, drop_last_profiler_step: bool = False) -> list[KernelRow]:
+    """The ``kernel_table`` of ``artifact_dir``: GPU kernels per step, else CPU ops' self time
+    per step, summed over the folder's files (ranks, profiler cycles)."""
+    folder = Path(artifact_dir).resolve()
+    if folder not in _last_rows:
+        parse_dir(Path(artifact_dir), drop_last_profiler_step)
+    return _last_rows.get(folder, [])
+
+
+def _table(summaries: list[FileSummary]) -> list[KernelRow]:
+    kind = "gpu_kernel" if any(s.gpu is not None for s in summaries) else "cpu_op"
+    totals: dict[tuple[str, int | None], list[float]] = defaultdict(lambda: [0, 0.0])
+    for summary in summaries:
+        if (summary.gpu is not None) is (kind == "gpu_kernel"):
+            for name, step, calls, us in summary.rows or []:
+                totals[(name, step)][0] += calls
+                totals[(name, step)][1] += us
+    return [KernelRow(name, int(calls), us / 1e3, kind, step)
+            for (name, step), (calls, us) in totals.items()]
+
+
 def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
     files = trace_files(artifact_dir)
     if not files:
         warnings.warn(f"torchprof: no Kineto trace (*.json, *.json.gz) in {artifact_dir}: "
                       f"{_no_trace_reason(artifact_dir)}", stacklevel=3)
     summaries = _summaries(files, artifact_dir, drop_last)
+    _last_rows.clear()
+    _last_rows[artifact_dir.resolve()] = _table(summaries)
     if not summaries:
         return {}  # each file said why
     metrics: dict[str, Any] = {

@@ -12,6 +12,7 @@ from typing import Any
 from aorta_core.api import (
     Claim,
     CollectorInfo,
+    KernelRow,
     Launch,
     OptionError,
     PayloadSession,
@@ -82,6 +83,14 @@ def parse_metrics(artifact_dir: Path, options: Any) -> dict[str, Any]:
 
     drop = bool(getattr(options, "drop_last_profiler_step", False))
     return parse_dir(Path(artifact_dir), drop_last_profiler_step=drop)
+
+
+@hookimpl
+def kernel_table(artifact_dir: Path, options: Any) -> list[KernelRow]:
+    from aorta_torchprof.parse import kernel_rows
+
+    drop = bool(getattr(options, "drop_last_profiler_step", False))
+    return kernel_rows(Path(artifact_dir), drop_last_profiler_step=drop)
 
 
 @hookimpl

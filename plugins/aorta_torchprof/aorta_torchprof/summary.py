@@ -12,6 +12,7 @@ pass takes as long as the columns did), a small fraction of the decode itself.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import math
 import mmap
@@ -31,7 +32,9 @@ from aorta_torchprof.hta_overlap import (
 )
 from aorta_torchprof.trace import (
     GPU_CATS,
+    LAUNCH_CATS,
     NO_CORRELATION,
+    STEP_PREFIX,
     decode,
     decode_lane,
     on_gpu_lane,
@@ -69,6 +72,9 @@ class FileSummary:
     rank: int = 0
     gpu: GpuLane | None = None
     cpu_ops: dict[str, tuple[float, int]] | None = None
+    #: ``(name, step, calls, total_us)``: GPU kernels (or, without a GPU lane, CPU ops' self
+    #: time) per ``ProfilerStep#N`` (``None``: outside every step), for ``kernel_table``.
+    rows: list[tuple[str, int | None, int, float]] | None = None
     skipped: str | None = None
 
 
@@ -95,7 +101,8 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
                ) -> FileSummary:
     try:
         trace = decode_lane(path, data)
-        lane = _Lane.of(trace.events)
+        lane = _Lane.of(on_gpu_lane(trace.events))
+        rows = lane and _kernels_by_step(trace.events, lane.events)
         if lane is None or drop_last:
             trace.events = []  # free the first decode before the second
             trace = decode(path, data, full=True)
@@ -104,8 +111,53 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
     except ValueError as exc:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
     if lane is not None:
-        return FileSummary(path, trace.rank, gpu=lane.summary(keep))
-    return FileSummary(path, trace.rank, cpu_ops=_cpu_self_times(trace.events))
+        return FileSummary(path, trace.rank, gpu=lane.summary(keep), rows=rows)
+    by_step = _cpu_self_times(trace.events, _Steps.of(trace.events))
+    ops: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for (name, _), (self_us, calls) in by_step.items():
+        ops[name][0] += self_us
+        ops[name][1] += calls
+    return FileSummary(path, trace.rank, cpu_ops={n: (v[0], int(v[1])) for n, v in ops.items()},
+                       rows=[(n, step, c, us) for (n, step), (us, c) in by_step.items()])
+
+
+@dataclass
+class _Steps:
+    """The ``ProfilerStep#N`` ranges of a trace's CPU side, by start."""
+
+    starts: list[float]
+    ends: list[float]
+    numbers: list[int]
+
+    @classmethod
+    def of(cls, events: list[Any]) -> _Steps:
+        ranges = sorted((e.ts, e.ts + e.dur, int(e.name[len(STEP_PREFIX):]))
+                        for e in events if e.name.startswith(STEP_PREFIX)
+                        and e.cat == "user_annotation"  # not their GPU-lane projection
+                        and e.name[len(STEP_PREFIX):].isdigit()
+                        and plausible(e))
+        return cls([r[0] for r in ranges], [r[1] for r in ranges], [r[2] for r in ranges])
+
+    def at(self, ts: float) -> int | None:
+        """The step whose range holds ``ts``; ``None`` outside every step."""
+        i = bisect.bisect_right(self.starts, ts) - 1
+        return self.numbers[i] if i >= 0 and ts < self.ends[i] else None
+
+
+def _kernels_by_step(events: list[Any], lane: list[Any]
+                     ) -> list[tuple[str, int | None, int, float]]:
+    """Calls and time of each kernel per step: the step of the CPU range that launched it (its
+    runtime launch of the same correlation); ``None`` without a launch inside a step."""
+    steps = _Steps.of(events)
+    launched = {_corr(e): e.ts for e in events if e.cat in LAUNCH_CATS} if steps.numbers else {}
+    totals: dict[tuple[str, int | None], list[float]] = defaultdict(lambda: [0, 0.0])
+    for e in lane:
+        if _KIND[e.cat] == 0:
+            ts = launched.get(_corr(e))
+            total = totals[(e.name, None if ts is None else steps.at(ts))]
+            total[0] += 1
+            total[1] += e.dur
+    return [(name, step, int(v[0]), v[1]) for (name, step), v in totals.items()]
 
 
 @dataclass
@@ -167,13 +219,15 @@ def _corr(event: Any) -> int:
     return NO_CORRELATION if corr is None else corr
 
 
-def _cpu_self_times(events: list[Any]) -> dict[str, tuple[float, int]]:
-    """Self time (µs) and calls per ``cpu_op`` name: duration minus nested ops on its thread."""
+def _cpu_self_times(events: list[Any], steps: _Steps
+                    ) -> dict[tuple[str, int | None], tuple[float, int]]:
+    """Self time (µs) and calls per ``cpu_op`` name and step (the step holding the op's start):
+    duration minus nested ops on its thread."""
     lanes: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
     for e in events:
         if e.cat == "cpu_op" and plausible(e):
             lanes[(e.pid, e.tid)].append((e.ts, -e.dur, e.name))
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    totals: dict[Any, list[float]] = defaultdict(lambda: [0.0, 0])
     for ops in lanes.values():
         ops.sort()
         stack: list[list[Any]] = []  # [end, name, self_us]
@@ -182,13 +236,13 @@ def _cpu_self_times(events: list[Any]) -> dict[str, tuple[float, int]]:
                 _emit(totals, stack.pop())
             if stack:
                 stack[-1][2] -= min(-neg_dur, stack[-1][0] - ts)
-            stack.append([ts - neg_dur, name, -neg_dur])
+            stack.append([ts - neg_dur, (name, steps.at(ts)), -neg_dur])
         while stack:
             _emit(totals, stack.pop())
-    return {name: (v[0], int(v[1])) for name, v in totals.items()}
+    return {key: (v[0], int(v[1])) for key, v in totals.items()}
 
 
-def _emit(totals: dict[str, list[float]], frame: list[Any]) -> None:
+def _emit(totals: dict[Any, list[float]], frame: list[Any]) -> None:
     _, name, self_us = frame
     totals[name][0] += max(self_us, 0.0)
     totals[name][1] += 1

@@ -41,14 +41,15 @@ class _Event(msgspec.Struct, gc=False):
     name: str = ""
     ts: float = 0.0
     dur: float = 0.0
+    #: The launch correlation: a kernel's step is its runtime launch's (``kernel_table``).
+    args: _Args | None = None
 
 
 class _FullEvent(_Event, gc=False):
-    """Plus thread lanes and the launch correlation: CPU self time and HTA's step filter."""
+    """Plus thread lanes: CPU self time."""
 
     pid: int | str = 0
     tid: int | str = 0
-    args: _Args | None = None
 
 
 class _Dist(msgspec.Struct, gc=False):
@@ -83,14 +84,25 @@ def decode_lane(path: Path, data: bytes | mmap.mmap) -> Trace:
     """The GPU-lane events of a trace (:data:`GPU_CATS`), decoded piece by piece where it is
     big (:func:`aorta_core.api.decode_pieces`: the other 92 % of a 145 MB trace's events are
     never held at once); ``ValueError`` as :func:`decode`."""
-    pieces = decode_pieces(data, _DECODERS[False], _EVENTS, on_gpu_lane)
+    pieces = decode_pieces(data, _DECODERS[False], _EVENTS, lane_and_steps)
     if pieces is None:
         trace = decode(path, data)
-        trace.events = on_gpu_lane(trace.events)
+        trace.events = lane_and_steps(trace.events)
         return trace
     docs, events = pieces
     rank = next((d.distributedInfo.rank for d in docs if d.distributedInfo), None)
     return Trace(path, rank if _is_int(rank) else rank_from_name(path), events)
+
+
+#: CPU launches of GPU work, joined to their kernels by ``args.correlation``.
+LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver"})
+STEP_PREFIX = "ProfilerStep#"
+
+
+def lane_and_steps(events: list[Any]) -> list[Any]:
+    """The events of a device lane, their launches and the profiler steps."""
+    return [e for e in events if e.cat in GPU_CATS or e.cat in LAUNCH_CATS
+            or e.name.startswith(STEP_PREFIX)]
 
 
 def on_gpu_lane(events: list[Any]) -> list[Any]:

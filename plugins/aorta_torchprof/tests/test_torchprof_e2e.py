@@ -11,6 +11,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
@@ -117,6 +118,23 @@ def test_sweep_profiles_every_rank(tmp_path: Path, launcher: list[str], ranks: i
     traces = sorted(p.name for p in next(out.glob("cells/*/trial_000/torchprof")).glob("*.json"))
     assert traces == [f"rank{r}.step4.pt.trace.json" for r in range(ranks)]
     assert record["metrics"]["torchprof_step_on"] == "optimizer"  # the default, step_on=auto
+    # The op table beside the record: every rank's CPU ops per profiled step (2 active steps)
+    table = pl.read_parquet(next(out.glob("cells/*/trial_000")) / record["kernels"]["file"])
+    assert record["kernels"] == {"file": "kernels.parquet", "rows": table.height}
+    assert table.columns == ["collector", "name", "key", "kind", "step", "calls", "total_ms"]
+    assert set(table["kind"]) == {"cpu_op"} and set(table["collector"]) == {"torchprof"}
+    assert len(set(table["step"].drop_nulls())) == 2
+    assert table["total_ms"].sum() == pytest.approx(summary["torchprof_cpu_op_ms"]["mean"])
+    # `aorta parse OUTPUT --kernels` writes the same table again from the artifacts
+    trial = next(out.glob("cells/*/trial_000"))
+    (trial / "kernels.parquet").unlink()
+    done = subprocess.run([sys.executable, "-m", "aorta_core", "parse", str(out), "--kernels"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"{trial}: {table.height} kernel rows" in done.stdout
+    again = pl.read_parquet(trial / "kernels.parquet")
+    assert again.sort(["name", "step"]).equals(table.sort(["name", "step"]))
+    assert json.loads((trial / "record.json").read_text())["kernels"] == record["kernels"]
     # The CPU operators reach both reports, hottest first, through the core's generic section
     # of list-valued metrics (torchprof adds no section of its own: once, not twice).
     hottest = matrix["cells"][0]["metrics_text"]["torchprof_top_cpu_ops"]

@@ -86,10 +86,11 @@ def test_a_1gb_trace_parses_within_4gb_of_address_space(one_gb: tuple[Path, int]
 
 
 def test_a_1gb_trace_parses_in_little_more_than_its_map(one_gb: tuple[Path, int]) -> None:
-    """Decoded piece by piece, the trace needs its 1 GB map and 0.4 GB more (decoded whole, its
-    events alone took 1.8 GB)."""
+    """Decoded piece by piece, the trace needs its 1 GB map and 0.7 GB more (decoded whole, its
+    events alone took 1.8 GB); the runtime launches and correlations the per-step kernel table
+    needs are kept too (0.4 GB more sufficed without them; +0.5 GB now fails, +0.6 passes)."""
     folder, kernels = one_gb
-    result = _parse(folder, "+1.4")
+    result = _parse(folder, "+1.7")
     assert result["warnings"] == []
     assert result["metrics"]["torchprof_kernel_count"] == kernels
 
