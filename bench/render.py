@@ -57,6 +57,13 @@ TARGETS = {
     "piece_size": "`aorta_core.api.decode_pieces`'s `PIECE_BYTES` within 5 % of the best piece "
                   "size (128 KiB-16 MiB) for both torchprof's parse and `aorta diagnose`'s read "
                   "of one ~160 MB trace, this CPU's L2 cache recorded",
+    "compare_rows": "the statistics of `aorta compare` (U test, bootstrap CI, BH q) for 1,500 "
+                    "rows x 10 trials at once, part of the 1 s below",
+    "compare_kernels": "two runs of 5 cells x 10 trials x 300 kernels compared at kernel level "
+                       "<= 1 s (`compare_s`, scipy imported; `cli_s`: `aorta compare --json` "
+                       "from a fresh interpreter), against reading and decoding every kernel "
+                       "table (`read_tables_s`, the floor); `flagged_shifted` of `shifted` "
+                       "kernels made 10 % slower found, `flagged` in all",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
     "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
                      "<= 2 % step time",

@@ -76,7 +76,7 @@ def one_line(text: Any) -> str:
     return line if len(line) <= MAX_REASON else line[:MAX_REASON - 1] + "…"
 
 
-def _cell_folder(output: Path, cell: Mapping[str, Any]) -> Path | None:
+def cell_folder(output: Path, cell: Mapping[str, Any]) -> Path | None:
     """``output/cells/<name>`` for matrix.json's ``dir``, when it is that and a real folder."""
     parts = str(cell.get("dir") or "").split("/")
     if len(parts) != 2 or parts[0] != "cells" or parts[1] in ("", ".", ".."):
@@ -156,7 +156,7 @@ def what_went_wrong(output: Path, matrix: Mapping[str, Any]) -> WhatWentWrong | 
         total, bad = _int(trials.get("total")), _int(trials.get("fail")) + _int(trials.get("error"))
         if cell.get("error"):
             refused += 1
-            folder = _cell_folder(output, cell)
+            folder = cell_folder(output, cell)
             reasons.add(one_line(cell["error"]), cell, log=f"cells/{folder.name}/{CELL_FILE}"
                         if folder and _regular(folder / CELL_FILE) else None)
             continue
@@ -164,7 +164,7 @@ def what_went_wrong(output: Path, matrix: Mapping[str, Any]) -> WhatWentWrong | 
         if planned > total:
             missing += planned - total
             reasons.add(NOT_RECORDED, cell, planned, what="not recorded", n=planned - total)
-        folder = _cell_folder(output, cell) if bad else None
+        folder = cell_folder(output, cell) if bad else None
         if folder is None:
             unread += bad
             continue

@@ -21,7 +21,13 @@ from typing import Any
 
 from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import md_code, md_text
-from aorta_core.reports import cell_pairs, noise_floor, significance
+from aorta_core.reports import (
+    cell_pairs,
+    kernel_changes,
+    kernel_section,
+    noise_floor,
+    significance,
+)
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 from aorta_core.reports.run_differences import MAX_CELL_LINES, Difference, differences
 
@@ -103,6 +109,12 @@ class Result:
     nothing_compared: str = ""
     #: Which runs gave the noise floor (``--noise-floor``), ``""`` without one.
     noise_floor: str = ""
+    #: Every kernel row of every cell pair (:mod:`.kernel_changes`), and per pair and
+    #: collector what the significant ones explain of the measured difference.
+    kernels: list[kernel_changes.KernelChange] = field(default_factory=list)
+    kernel_summaries: list[kernel_changes.KernelSummary] = field(default_factory=list)
+    #: Kernel tables that could not be used, or why the kernel rows have no noise floor.
+    kernel_notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -375,8 +387,30 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
             if row is not None:
                 result.rows.append(row)
     _test(a, b, result.rows, factor, alpha, floor)
+    _kernels(result, a, b, pairing.pairs, floor_runs)
     _check_fail_on(result, rules)
     return result
+
+
+def _kernels(result: Result, a: Run, b: Run, pairs: list[tuple[str, str]],
+             floor_runs: str | None) -> None:
+    """The kernel rows of the paired cells, where both runs kept kernel tables."""
+    ka, kb = kernel_changes.load_pair(a.path, b.path, list(a.cells.values()),
+                                      list(b.cells.values()))
+    result.kernel_notes += ka.problems + kb.problems
+    if not (ka.values and kb.values):
+        return
+    floor = None
+    if floor_runs:
+        try:
+            floor = noise_floor.measure(floor_runs, result.alpha, list(a.cells.values()),
+                                        read=kernel_changes.values_of)
+        except noise_floor.NoiseFloorError as exc:
+            result.kernel_notes.append(f"kernel rows without a noise floor: {exc}")
+    result.kernels = kernel_changes.changes(ka, kb, pairs, result.alpha, floor,
+                                            cell_pairs.label)
+    result.kernel_summaries = kernel_changes.summaries(result.kernels, a.values, b.values,
+                                                       result.alpha)
 
 
 def _num(value: float | None) -> str:
@@ -388,15 +422,6 @@ def _ratio_text(row: Row) -> str:
     if row.ratio is None and row.difference is not None:
         return f"Δ {row.difference:+.4g}"
     return _num(row.ratio)
-
-
-def _interval(row: Row) -> str:
-    """The difference with its interval, where it was tested."""
-    if row.difference is None:
-        return "—"
-    if row.ci_low is None:
-        return f"{row.difference:+.4g}"
-    return f"{row.difference:+.4g} [{row.ci_low:+.4g}, {row.ci_high:+.4g}]"
 
 
 def _floor_text(row: Row) -> str:
@@ -434,7 +459,13 @@ def markdown(result: Result, only_changed: bool = False) -> str:
         state = "compared anyway" if result.comparable else "not comparable"
         lines += [f"**Environments differ ({state}):**", "",
                   *(f"- {md_text(d)}" for d in result.environment_differences), ""]
-    lines += ["| | cell | metric | baseline | candidate | ratio | Δ [95 % CI] | p | q | floor "
+    if result.kernels:
+        lines += kernel_section.markdown_lines(
+            result.kernels, result.kernel_summaries, result.alpha, bool(result.noise_floor),
+            significance.min_trials(result.alpha))
+    lines += [f"- {md_text(n)}" for n in result.kernel_notes]
+    lines += ["## Metrics", "",
+              "| | cell | metric | baseline | candidate | ratio | Δ [95 % CI] | p | q | floor "
               "| better |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in result.rows:
         if only_changed and r.mark == " ":
@@ -442,9 +473,10 @@ def markdown(result: Result, only_changed: bool = False) -> str:
         mark = f"`{r.mark}`" if r.mark != " " else ""
         ratio = _ratio_text(r) + (f" ({md_text(r.note)})" if r.note else "")
         p = _num(r.p_value) if r.p_value is not None or not r.untested else r.untested
+        delta = significance.interval_text(r.difference, r.ci_low, r.ci_high)
         lines.append(f"| {mark} | {md_text(r.cell)} | {md_text(r.metric)} | "
                      f"{_num(r.baseline)} (n={r.n_baseline})"
-                     f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | {_interval(r)} | "
+                     f" | {_num(r.candidate)} (n={r.n_candidate}) | {ratio} | {delta} | "
                      f"{p} | {_num(r.q)} | {_floor_text(r)} | {r.better} |")
     counts = {m: sum(r.mark == m for r in result.rows) for m in "+-~!*x"}
     lines += ["", "marks: " + ", ".join(f"`{m}` {n}" for m, n in counts.items()),
@@ -478,6 +510,12 @@ def write_html(result: Result, path: Path, pngs: bool | None = None) -> str | No
     if result.failures:
         page.heading("--fail-on")
         page.bullets(result.failures)
+    if result.kernels:
+        kernel_section.html_section(page, result.kernels, result.kernel_summaries,
+                                    result.alpha, bool(result.noise_floor),
+                                    significance.min_trials(result.alpha))
+    if result.kernel_notes:
+        page.bullets(result.kernel_notes)
     shown = [r for r in result.rows if r.ratio is not None and r.ratio > 0]
     if shown:
         page.figure("ratios", figure(

@@ -31,6 +31,7 @@ from aorta_core.engine.matrix import WALL
 from aorta_core.engine.perfmd import NOT_MEASURED
 from aorta_core.engine.progress import short_names
 from aorta_core.engine.records import read_json
+from aorta_core.reports import kernel_changes, kernel_section
 from aorta_core.reports.agreement import AGREEMENT_NAME
 from aorta_core.reports.compare import higher_is_better
 from aorta_core.reports.html import Markup, Page, fmt
@@ -324,4 +325,24 @@ def headline_section(page: Page, output: Path, matrix: dict[str, Any]) -> None:
     page.paragraph(f"Headline metrics are chosen by a rule (reports/headline.py): "
                    f"{', '.join(what for what, _ in HEADLINE_RULE)}, by their names' patterns; "
                    "every metric is in the groups below.", "note")
+    _kernels(page, output, matrix, base)
     page.end()
+
+
+def _kernels(page: Page, output: Path, matrix: dict[str, Any], base: Baseline) -> None:
+    """Which kernels make each cell slower or faster than the baseline cell, where the trials
+    kept kernel tables (:mod:`.kernel_changes`)."""
+    others = [c["cell"] for c in compared(matrix, base) if c["cell"] != base.cell]
+    try:
+        found = kernel_changes.load(output, matrix["cells"])
+    except BadMatrix:
+        return  # the rows above already say the trial values are missing
+    if not (others and found.values):
+        return
+    changes = kernel_changes.changes(found, found, [(base.cell, c) for c in others], ALPHA)
+    values = trial_values(output)
+    found_summaries = kernel_changes.summaries(changes, values, values, ALPHA)
+    kernel_section.html_section(page, changes, found_summaries, ALPHA, False, min_trials(ALPHA),
+                                level=3)
+    if found.problems:
+        page.bullets(found.problems)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,9 +44,9 @@ class Floor:
 class NoiseFloor:
     #: Which runs gave the floor, one phrase (the compare result carries it).
     source: str
-    floors: dict[tuple[str, str], Floor]
+    floors: dict[tuple[str, Hashable], Floor]
 
-    def get(self, cells: tuple[str | None, ...], metric: str) -> Floor | None:
+    def get(self, cells: tuple[str | None, ...], metric: Hashable) -> Floor | None:
         """The floor of the first of ``cells`` that the A/A measured ``metric`` in."""
         return next((f for c in cells if c and (f := self.floors.get((c, metric)))), None)
 
@@ -64,37 +65,45 @@ def _pairs(a_cells: list[dict], b_cells: list[dict]) -> dict[str, str]:
     return {b: a for a, b in cell_pairs.pair(a_cells, b_cells).pairs}
 
 
-def _values(path: Path, option: str) -> dict[tuple[str, str], list[tuple[int, float]]]:
+def metric_values(path: Path) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """(cell, metric) -> [(trial, value)] of run ``path``'s passing trials."""
+    load_matrix(path)
+    out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for (cell, metric), part in passing_values(path).sort("trial").group_by(
+            "cell", "metric", maintain_order=True):
+        out[(cell, metric)] = list(zip(part["trial"], part["value"], strict=True))
+    return out
+
+
+#: What a floor is measured of: run folder -> (cell, row) -> [(trial, value)].
+Reader = Callable[[Path], dict[tuple[str, Hashable], list[tuple[int, float]]]]
+
+
+def _values(path: Path, option: str, read: Reader) -> dict:
     if not path.is_dir():
         raise NoiseFloorError(f"{option}: {path} is not a folder; pass the output folder of an "
                               "A/A run (the same command as the compared runs), or two: "
                               "RUN1,RUN2")
     try:
-        long = passing_values(path)
-        load_matrix(path)
+        return read(path)
     except BadMatrix as exc:
         raise NoiseFloorError(f"{option}: {exc}") from None
-    out: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    for (cell, metric), part in long.sort("trial").group_by("cell", "metric",
-                                                            maintain_order=True):
-        out[(cell, metric)] = list(zip(part["trial"], part["value"], strict=True))
-    return out
 
 
-def _samples(spec: str, option: str, baseline: list[dict]
+def _samples(spec: str, option: str, baseline: list[dict], read: Reader
              ) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
     """(source phrase, (baseline's cell, metric) -> the two A/A samples); the A/A's cells
     are paired with the baseline's (and the second A/A run's with the first's) as ``aorta
     compare`` pairs cells."""
     parts = [p for p in spec.split(",") if p]
     if len(parts) == 1:
-        runs = _values(Path(parts[0]), option)
+        runs = _values(Path(parts[0]), option, read)
         runs = _renamed(runs, _pairs(baseline, _cells(Path(parts[0]))))
         return (f"{parts[0]}, its trials split into halves (0, 2, 4, … vs 1, 3, 5, …)",
                 {k: ([v for t, v in tv if t % 2 == 0], [v for t, v in tv if t % 2 == 1])
                  for k, tv in runs.items()})
     if len(parts) == 2:
-        one, two = (_values(Path(p), option) for p in parts)
+        one, two = (_values(Path(p), option, read) for p in parts)
         first, second = (_cells(Path(p)) for p in parts)
         two = _renamed(_renamed(two, _pairs(first, second)), _pairs(baseline, first))
         one = _renamed(one, _pairs(baseline, first))
@@ -103,12 +112,13 @@ def _samples(spec: str, option: str, baseline: list[dict]
     raise NoiseFloorError(f"{option}: expected one run folder or two as RUN1,RUN2, got {spec!r}")
 
 
-def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--noise-floor"
-            ) -> NoiseFloor:
+def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--noise-floor",
+            read: Reader = metric_values) -> NoiseFloor:
     """The floors of A/A ``spec`` (``RUN`` or ``RUN1,RUN2``), keyed by the cells of the
-    baseline (its matrix.json's ``cells``)."""
+    baseline (its matrix.json's ``cells``); ``read``: which rows (the metrics, or the kernel
+    rows of :func:`.kernel_changes.values_of`)."""
     try:
-        source, samples = _samples(spec, option, baseline)
+        source, samples = _samples(spec, option, baseline, read)
     except cell_pairs.PairingError as exc:
         raise NoiseFloorError(f"{option} {spec}: {exc}") from None
     need = min_trials(alpha)

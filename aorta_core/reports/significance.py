@@ -198,3 +198,12 @@ def compare_rows(baseline: Sequence[Sequence[float]], candidate: Sequence[Sequen
             continue
         out.append(RowStats(delta, low[i], high[i], p[i], q[i], q[i] <= alpha))
     return out
+
+
+def interval_text(delta: float | None, low: float | None, high: float | None) -> str:
+    """A difference with its interval where it was tested (``+1.5 [+1.49, +1.57]``)."""
+    if delta is None:
+        return "—"
+    if low is None or high is None:
+        return f"{delta:+.4g}"
+    return f"{delta:+.4g} [{low:+.4g}, {high:+.4g}]"

@@ -1,0 +1,174 @@
+"""Kernel rows of ``aorta compare`` and of report.html's headline (issue 42), on real sweeps of a
+real collector plugin whose ``kernel_table`` returns what its payload measured: per profiled
+step, a GEMM, a sort whose work the run scales, 20 small kernels, each with 1 % noise drawn from
+a generator seeded by the run and trial (so every run of this test draws the same numbers, and
+no two runs draw alike); the payload reports the step time as the sum of its kernels."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_helpers import PluginSite, run_aorta
+
+from aorta_core.reports.significance import min_trials
+
+REPO = Path(__file__).resolve().parents[2]
+
+KTAB = '''
+import dataclasses
+import json
+from dataclasses import dataclass
+from aorta_core import CollectorInfo, hookimpl
+from aorta_core.api import KernelRow
+
+@dataclass
+class Options:
+    level: int = 1
+
+@hookimpl
+def aorta_collector():
+    return CollectorInfo(description="kernel table from the payload", options=Options,
+                         config_package=__package__ + ".conf")
+
+@hookimpl
+def wrap_argv(launch, options, artifact_dir):
+    return dataclasses.replace(launch, argv=("env", f"KTAB_DIR={artifact_dir}", *launch.argv))
+
+@hookimpl
+def parse_metrics(artifact_dir, options):
+    return {}
+
+@hookimpl
+def kernel_table(artifact_dir, options):
+    rows = json.loads((artifact_dir / "k.json").read_text())
+    return [KernelRow(name, 1, ms, "gpu_kernel", step) for name, step, ms in rows]
+'''
+
+PAYLOAD = """
+import json, os, random
+trial = int(os.environ['AORTA_TRIAL'])
+rng = random.Random(os.environ.get('SEED', 'a') + str(trial))
+kernels = {'gemm': 10.0, 'sort': 5.0 * float(os.environ.get('SCALE', '1')),
+           **{f'small_{i}': 0.2 for i in range(20)}}
+if os.environ.get('NEW'):
+    kernels['fresh_kernel'] = 1.0
+rows, total = [], 0.0
+for step in (1, 2, 3):
+    for name, ms in kernels.items():
+        ms *= 1 + rng.gauss(0, 0.01)
+        rows.append([name, step, ms])
+        total += ms
+json.dump(rows, open(os.path.join(os.environ['KTAB_DIR'], 'k.json'), 'w'))
+json.dump({'step_time_ms': total / 3}, open(os.environ['AORTA_METRICS_PATH'], 'w'))
+"""
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, Path]]:
+    """base; sort30 (the sort 30 % longer, a new kernel); again (base's command, other noise)."""
+    root = tmp_path_factory.mktemp("kernels")
+    site = PluginSite(root / "site")
+    site.add("ktab", KTAB)
+
+    def sweep(name: str, *overrides: str) -> Path:
+        done = run_aorta(["sweep=repeat", "trials=6", "collector=ktab", f"output={root / name}",
+                          *overrides, "--", sys.executable, "-c", PAYLOAD], root, site.env,
+                         timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return root / name
+
+    return root, site.env, {
+        "base": sweep("base"),
+        "sort30": sweep("sort30", "+env.SCALE=1.3", "+env.NEW=1", "+env.SEED=b"),
+        "again": sweep("again", "+env.SEED=c"),
+    }
+
+
+def _compare(runs, a: str, b: str, *more: str):
+    root, env, out = runs
+    done = run_aorta(["compare", str(out[a]), str(out[b]), *more], root, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_grown_kernel_is_flagged_and_explains_the_step(runs):
+    result = json.loads(_compare(runs, "base", "sort30", "--json"))
+    rows = {r["name"]: r for r in result["kernels"]}
+    assert len(rows) == 23 and {r["collector"] for r in rows.values()} == {"ktab"}
+    assert all(r["unit"] == "ms/step" and r["n_baseline"] == r["n_candidate"] == 6
+               for r in rows.values())
+    sort = rows["sort"]
+    assert sort["significant"] and sort["q"] <= 0.05
+    assert sort["ci_low_ms"] <= sort["delta_ms"] <= sort["ci_high_ms"]
+    assert 1.3 < sort["delta_ms"] < 1.7 and sort["ci_low_ms"] > 1.2  # 30 % of 5 ms
+    fresh = rows["fresh_kernel"]  # absent from every baseline trial: 0 ms there
+    assert fresh["baseline_ms"] == 0 and fresh["significant"] and 0.9 < fresh["delta_ms"] < 1.1
+    assert [n for n, r in rows.items() if r["significant"]] == ["fresh_kernel", "sort"]
+    [summary] = result["kernel_summaries"]
+    assert summary["reference"] == "workload_step_time_ms"
+    assert summary["slower"] == 2 and summary["faster"] == 0
+    # The step grew by what the two kernels added, give or take the other kernels' noise.
+    assert summary["explained"] == pytest.approx(1.0, abs=0.05)
+    # One change alone among 23 rows reaches q <= 0.05 from min_trials(0.05 / 23) a side.
+    assert summary["trials_needed"] == min_trials(0.05 / 23) <= summary["trials"] == 6
+
+
+def test_markdown_leads_with_what_got_slower_sorted_by_ms(runs):
+    text = _compare(runs, "base", "sort30")
+    kernels, metrics = text.index("## Kernels"), text.index("## Metrics")
+    assert kernels < metrics
+    section = text[kernels:metrics]
+    assert "| slower |" in section and "| faster |" not in section
+    assert section.index("`sort`") < section.index("`fresh_kernel`")  # +1.5 before +1.0 ms
+    assert "small_" not in section and "% of it" in section
+
+
+def test_the_same_command_twice_flags_no_kernel(runs):
+    result = json.loads(_compare(runs, "base", "again", "--json"))
+    assert len(result["kernels"]) == 22
+    assert not [r["name"] for r in result["kernels"] if r["significant"]]
+    assert "0 significantly slower, 0 faster" in _compare(runs, "base", "again")
+
+
+def test_a_noise_floor_of_kernel_rows(runs):
+    _, _, out = runs
+    result = json.loads(_compare(runs, "base", "sort30", "--json", "--noise-floor",
+                                 f"{out['base']},{out['again']}"))
+    rows = {r["name"]: r for r in result["kernels"]}
+    assert rows["gemm"]["noise_floor"] is not None and rows["gemm"]["noise_floor"] < 0.05
+    assert rows["fresh_kernel"]["noise_floor"] is None  # the A/A never ran it
+    assert rows["sort"]["significant"] and not result["kernel_notes"]
+
+
+def test_a_damaged_table_costs_its_trial_and_says_so(runs, tmp_path):
+    import shutil
+
+    _, env, out = runs
+    copy = tmp_path / "sort30 copy"
+    shutil.copytree(out["sort30"], copy)
+    [broken] = sorted(copy.glob("cells/*/trial_002/kernels.parquet"))
+    broken.write_bytes(b"not parquet")
+    done = run_aorta(["compare", str(out["base"]), str(copy), "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    [note] = result["kernel_notes"]
+    assert str(broken) in note and "aorta parse" in note and "--kernels" in note
+    assert {r["n_candidate"] for r in result["kernels"]} == {5}
+    assert {r["name"] for r in result["kernels"] if r["significant"]} == {"sort", "fresh_kernel"}
+
+
+def test_the_sweep_headline_names_the_kernels_that_differ_from_the_baseline(runs):
+    root, env, _ = runs
+    out = root / "two cells"
+    done = run_aorta(["-m", "sweep=repeat", "trials=6", "collector=ktab", f"output={out}",
+                      "+env.SCALE=1,1.3", "--", sys.executable, "-c", PAYLOAD], root, env,
+                     timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (out / "report.html").read_text()
+    headline = page[page.index("id=headline"):page.index("</section>",
+                                                         page.index("id=headline"))]
+    assert "<h3>Kernels</h3>" in headline and "1 significantly slower, 0 faster" in headline
+    assert "title='sort'" in headline and "title='gemm'" not in headline
