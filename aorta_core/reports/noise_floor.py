@@ -3,11 +3,15 @@ relative effect an A/A comparison says the test can tell from noise.
 
 AA is one run, whose passing trials are split by index into two interleaved halves (trials
 0, 2, 4, … against 1, 3, 5, …: drift over the run falls on both halves alike), or two runs
-``RUN1,RUN2`` of the same command. Each (cell, metric) of the A/A gets the half-width of the
+``RUN1,RUN2`` of the same command. Each (cell, metric) of the A/A gets the far end of the
 bootstrap interval of its difference of medians (:mod:`.significance`), relative to its median:
-the difference the noise alone moves within 95 % of the time. A compared row of ``n_b`` and
-``n_c`` trials scales it by ``sqrt((1/n_b + 1/n_c) / (1/m_1 + 1/m_2))`` (the A/A had ``m_1``
-and ``m_2``), as an interval's width scales with the standard error.
+the difference the noise alone reaches within 95 % of the time. That is two parts: the A/A's
+own difference — between two runs, the shift of the whole machine from one run to the next,
+which no number of trials averages away (measured on the shared 2-core VM: 5 of 20 A/A pairs of
+torchprof runs had every op 2-10 % slower or faster) — and the interval's half-width, the
+trial-to-trial noise, which a compared row of ``n_b`` and ``n_c`` trials scales by
+``sqrt((1/n_b + 1/n_c) / (1/m_1 + 1/m_2))`` (the A/A had ``m_1`` and ``m_2``), as an
+interval's width scales with the standard error.
 """
 
 from __future__ import annotations
@@ -29,15 +33,16 @@ class NoiseFloorError(ValueError):
 
 @dataclass(frozen=True)
 class Floor:
-    #: Half-width of the A/A interval over the A/A median (relative).
+    #: The A/A's difference of medians and its interval's half-width, over the A/A's median.
+    shift: float
     relative: float
     n_1: int
     n_2: int
 
     def at(self, n_baseline: int, n_candidate: int) -> float:
         """The floor at the compared row's trial counts."""
-        return self.relative * math.sqrt((1 / n_baseline + 1 / n_candidate)
-                                         / (1 / self.n_1 + 1 / self.n_2))
+        return self.shift + self.relative * math.sqrt((1 / n_baseline + 1 / n_candidate)
+                                                      / (1 / self.n_1 + 1 / self.n_2))
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,8 @@ def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--nois
         center = abs(statistics.median(a + b))
         if s.ci_low is None or s.ci_high is None:
             continue
-        half = (s.ci_high - s.ci_low) / 2
-        if center > 0 or half == 0:
-            floors[k] = Floor(half / center if center > 0 else 0.0, len(a), len(b))
+        half, shift = (s.ci_high - s.ci_low) / 2, abs((s.ci_high + s.ci_low) / 2)
+        if center > 0 or half == shift == 0:
+            floors[k] = Floor(shift / center if center > 0 else 0.0,
+                              half / center if center > 0 else 0.0, len(a), len(b))
     return NoiseFloor(source, floors)

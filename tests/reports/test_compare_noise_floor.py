@@ -42,11 +42,12 @@ def _step(done) -> dict:
 
 
 def _floor(first: list[float], second: list[float], n: int) -> float:
-    """The documented floor, computed here: the A/A interval's half-width over its median,
-    scaled to n trials a side."""
+    """The documented floor, computed here: the A/A's shift (its interval's centre) plus the
+    interval's half-width scaled to n trials a side, over the A/A's median."""
     (s,) = compare_rows([first], [second])
-    half = (s.ci_high - s.ci_low) / 2 / abs(statistics.median(first + second))
-    return half * math.sqrt((2 / n) / (1 / len(first) + 1 / len(second)))
+    center = abs(statistics.median(first + second))
+    half, shift = (s.ci_high - s.ci_low) / 2, abs(s.ci_high + s.ci_low) / 2
+    return (shift + half * math.sqrt((2 / n) / (1 / len(first) + 1 / len(second)))) / center
 
 
 def test_a_floor_above_the_change_makes_it_not_significant(runs):
