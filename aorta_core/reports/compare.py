@@ -407,8 +407,7 @@ def _kernels(result: Result, a: Run, b: Run, pairs: list[tuple[str, str]],
                                         read=kernel_changes.values_of)
         except noise_floor.NoiseFloorError as exc:
             result.kernel_notes.append(f"kernel rows without a noise floor: {exc}")
-    result.kernels = kernel_changes.changes(ka, kb, pairs, result.alpha, floor,
-                                            cell_pairs.label)
+    result.kernels = kernel_changes.changes(ka, kb, pairs, result.alpha, floor)
     result.kernel_summaries = kernel_changes.summaries(result.kernels, a.values, b.values,
                                                        result.alpha)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from aorta_core.api.files import read_limited
 from aorta_core.engine.failed_cells import cell_folder
 from aorta_core.engine.kernel_tables import KERNELS_NAME
 from aorta_core.engine.matrix import WALL
-from aorta_core.reports import significance
+from aorta_core.reports import cell_pairs, significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
 
 #: A kernel row's identity within a cell: (collector, kind, key).
@@ -100,7 +100,8 @@ def _frames(output: Path, cells: Sequence[dict[str, Any]], trials: dict[str, lis
             try:
                 frame = _table(path, output)
             except (OSError, ValueError) as exc:
-                problems.append(f"{path}: not a kernel table aorta can read ({exc}); rebuild it "
+                why = str(exc).removeprefix(f"{path} ")  # an OSError names the path too
+                problems.append(f"{path}: not a kernel table aorta can read ({why}); rebuild it "
                                 f"with aorta parse {output} --kernels")
                 continue
             if frame is not None and len(frame):
@@ -237,12 +238,10 @@ def _tabled_trials(run: KernelValues, cell: str) -> dict[str, list[int]]:
 
 
 def changes(a: KernelValues, b: KernelValues, pairs: Sequence[tuple[str, str]],
-            alpha: float, floor: Any = None, label: Callable[[str, str], str] | None = None
-            ) -> list[KernelChange]:
+            alpha: float, floor: Any = None) -> list[KernelChange]:
     """Every kernel row of every cell pair (A cell, B cell) whose collector both cells
     tabled, tested together (q within each pair); ``floor``: a :class:`.noise_floor.NoiseFloor`
     of kernel values, or ``None``."""
-    label = label or (lambda x, y: x if x == y else f"{x} → {y}")
     out, samples = [], []
     for a_cell, b_cell in pairs:
         a_trials, b_trials = _tabled_trials(a, a_cell), _tabled_trials(b, b_cell)
@@ -253,7 +252,7 @@ def changes(a: KernelValues, b: KernelValues, pairs: Sequence[tuple[str, str]],
             ys = _sample(b, b_cell, ident, b_trials[ident[0]])
             stepped = a.stepped.get((a_cell, ident[0])) and b.stepped.get((b_cell, ident[0]))
             out.append(KernelChange(
-                label(a_cell, b_cell), a_cell, b_cell, ident[0], ident[1],
+                cell_pairs.label(a_cell, b_cell), a_cell, b_cell, ident[0], ident[1],
                 a.names.get(ident) or b.names.get(ident) or ident[2], ident[2],
                 "ms/step" if stepped else "ms/capture", len(xs), len(ys),
                 statistics.median(xs), statistics.median(ys), None, None, None, None, None,
