@@ -23,7 +23,7 @@ from aorta_core.engine.argv import to_config
 from aorta_core.engine.cell_state import OtherRun, refuse, trial_state, write_cell_file
 from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
 from aorta_core.engine.plugins import load_registry
-from aorta_core.engine.progress import CellProgress, cell_label, error_line, warning_line
+from aorta_core.engine.progress import CellProgress, cell_label, console, error_line, warning_line
 from aorta_core.engine.records import RECORD_NAME, TrialRecord, write_record
 from aorta_core.engine.slots import device_slot
 from aorta_core.engine.swaps import OutputSwapped
@@ -131,7 +131,11 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: dict[int, str], registry) -> 
     with slot as device_env:
         cell = dataclasses.replace(cell, env={**cell.env, **device_env})
         label = cell_label(cell.name, cell.axes, _swept())
-        with (CellProgress(cell, int(cfg.trials), todo, label) as progress,
+        trials = int(cfg.trials)
+        recorded = sum((cell.trial_dir(i) / RECORD_NAME).is_file()
+                       for i in range(trials) if i not in todo)
+        with (CellProgress(cell, trials, todo, label, recorded, header=not cfg.get("round"))
+              as progress,
               _EndedBySlurm() as slurm):
             for index in todo:
                 progress.start(index)
@@ -144,15 +148,24 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: dict[int, str], registry) -> 
     return verdicts
 
 
+def _indices(cfg: DictConfig) -> range:
+    """The trials this job runs: every one, or under ``order=rounds`` its round's (the driver
+    gives each pass ``+round=<index>``)."""
+    trials, index = int(cfg.trials), cfg.get("round")
+    return range(trials) if index is None else range(int(index), min(int(index) + 1, trials))
+
+
 def _one_cell(cfg: DictConfig, hydra_cfg: Any, registry) -> dict[str, Any]:
     place = place_of(hydra_cfg)
+    first = not cfg.get("round")  # a later round: its refusals were said in round 0
     try:
         cell = build_cell(cfg, place, registry)
-        todo = {i: why for i in range(int(cfg.trials)) if (why := trial_state(cell, i))}
+        todo = {i: why for i in _indices(cfg) if (why := trial_state(cell, i))}
     except ConfigError as exc:
-        return refuse(place, str(exc))
+        return refuse(place, str(exc), say=first)
     except OtherRun as exc:  # its folder is another run's: left as it is
-        error_line(f"cell {place.name}: {exc}")
+        if first:
+            error_line(f"cell {place.name}: {exc}")
         return {"cell": place.name, "error": str(exc), OTHER_RUN: True}
     write_cell_file(cell, int(cfg.trials))
     return {"cell": cell.name, "verdicts": _run_trials(cfg, cell, todo, registry),
@@ -211,6 +224,21 @@ def run_jobs() -> list[dict[str, Any]]:
     finally:
         hydra_utils.run_and_report = report
     return _job_values(returned)
+
+
+def run_rounds(argv: list[str], flags: tuple[str, ...], trials: int) -> list[dict[str, Any]]:
+    """``order=rounds``: the sweep's jobs once per trial index, each job running that trial of
+    its cell, so that drift of the machine between trials hits every cell alike. ``argv``:
+    Hydra's command line without its flags, which go last."""
+    values: list[dict[str, Any]] = []
+    for index in range(trials):
+        console().print(f"[bold]round {index + 1}/{trials}[/]: trial {index} of every cell")
+        sys.argv = [*argv, f"+round={index}", *flags]
+        found = run_jobs()
+        values += found
+        if found and all(v.get(OTHER_RUN) for v in found):  # no cell of this run to run
+            break
+    return values
 
 
 def _job_values(value: Any) -> list[dict[str, Any]]:

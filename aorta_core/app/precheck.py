@@ -112,6 +112,9 @@ class Plan:
     allow_failures: bool = False
     #: Which recorded trials run again (``retry``).
     retry: str = "errored"
+    #: In which order the trials run (``order``), and how many each cell runs (``trials``).
+    order: str = "cells"
+    trials: int = 3
     #: ``output=<dir>`` made absolute; None: not given.
     output: Path | None = None
     #: The keys the sweep varies: what tells its cells apart.
@@ -479,10 +482,22 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
             raise UsageError(line)
     _measurable_here(composer, settings)
     swept = tuple(a.key for a in axes)
+    _one_order(settings, swept)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
-                swept=swept, flags=flags,
+                order="cells" if cfg.get("agree") is not None else settings.order.value,
+                trials=settings.trials, swept=swept, flags=flags,
                 hydra_args=(*(composer.forced.get(a, a) for a in overrides),
                             *_swept_command_in_names(cfg, swept)))
+
+
+def _one_order(settings: CoreSettings, swept: tuple[str, ...]) -> None:
+    """``order`` is the whole sweep's, and rounds need one trial count for every cell."""
+    if "order" in swept:
+        raise UsageError("order= is the whole sweep's: give one value (order=cells or "
+                         "order=rounds), not a list")
+    if settings.order.value == "rounds" and "trials" in swept:
+        raise UsageError("order=rounds runs trial 0 of every cell, then trial 1, ...: give one "
+                         "trials=N for every cell, not a list")
 
 
 def _swept_command_in_names(cfg: DictConfig, swept: tuple[str, ...]) -> list[str]:

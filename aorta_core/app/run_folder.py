@@ -27,7 +27,7 @@ from aorta_core.engine.settings import RetryPolicy
 RUN_FILE = ".aorta.run.json"
 RUNS_DIR = "aorta_runs"
 #: Keys that change how the command ends, not what it measures: the same run.
-_NOT_IDENTITY = ("retry=", "allow_failures=")
+_NOT_IDENTITY = ("retry=", "allow_failures=", "order=")
 
 
 def identity(overrides: list[str], command: list[str] | None) -> str:

@@ -4,6 +4,7 @@ check the line, then let Hydra run one job per cell. Shared by ``aorta`` itself 
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def run_sweep(args: list[str]) -> int:
         return 0
     load_registry_or_exit()  # one warning per unusable collector, before anything runs
     from aorta_core.app import searchpath
-    from aorta_core.app.cell_job import hydra_main, register_command, run_jobs
+    from aorta_core.app.cell_job import hydra_main, register_command, run_jobs, run_rounds
     from aorta_core.app.driver import EXIT_USAGE, drive, recorded_trials
     from aorta_core.app.precheck import UsageError, check, without_output
     from aorta_core.app.run_folder import identity, new_output, resumable
@@ -86,5 +87,8 @@ def run_sweep(args: list[str]) -> int:
                 error_line(f"cannot make a folder for the run in {Path.cwd()} "
                            f"({exc.strerror or exc}); give a writable output=<dir>")
                 return EXIT_USAGE
-    sys.argv = [sys.argv[0], *plan.hydra_args, _output_arg(output), *plan.flags]
-    return drive(output, run_jobs, plan.allow_failures, run, existing)
+    argv = [sys.argv[0], *plan.hydra_args, _output_arg(output)]
+    sys.argv = [*argv, *plan.flags]
+    jobs = (run_jobs if plan.order == "cells"
+            else functools.partial(run_rounds, argv, plan.flags, plan.trials))
+    return drive(output, jobs, plan.allow_failures, run, existing)

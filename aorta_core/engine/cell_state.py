@@ -84,9 +84,11 @@ def _describe_place(place: Place, **fields: Any) -> None:
     write_json_atomic(folder / CELL_FILE, {"cell": place.name, "axes": dict(place.axes), **fields})
 
 
-def refuse(place: Place, reason: str, **extra: Any) -> dict[str, Any]:
-    """A cell that cannot run (a failure of the sweep): one line, and ``cell.json`` says why."""
-    error_line(f"cell {place.name}: {reason}")
+def refuse(place: Place, reason: str, *, say: bool = True, **extra: Any) -> dict[str, Any]:
+    """A cell that cannot run (a failure of the sweep): one line (unless ``say`` is false: a
+    later round of ``order=rounds`` said it already), and ``cell.json`` says why."""
+    if say:
+        error_line(f"cell {place.name}: {reason}")
     _describe_place(place, error=reason, **extra)
     return {"cell": place.name, "error": reason}
 

@@ -162,22 +162,29 @@ def _again(todo: Mapping[int, str], retry: str) -> str:
 
 class CellProgress:
     """A live status line per running trial, then one result line per trial, named by ``label``
-    (:func:`cell_label`). ``todo``: the trials that run, each with why (new, or run again)."""
+    (:func:`cell_label`). ``todo``: the trials that run, each with why (new, or run again);
+    ``recorded``: how many of the cell's trials are kept as recorded; ``header``: whether the
+    cell's line is printed (a later round of ``order=rounds`` prints it only to say a retry)."""
 
-    def __init__(self, cell: Any, trials: int, todo: Mapping[int, str], label: str) -> None:
+    def __init__(self, cell: Any, trials: int, todo: Mapping[int, str], label: str,
+                 recorded: int, header: bool = True) -> None:
         self.cell, self.trials, self.todo, self.label = cell, trials, todo, label
+        self.recorded, self.header = recorded, header
         self.status = None
 
     def __enter__(self) -> CellProgress:
+        again = _again(self.todo, self.cell.retry)
+        if not (self.header or again):
+            return self
         axes = " ".join(f"{k}={v}" for k, v in self.cell.axes.items()) or "(no axes)"
         collectors = escape(",".join(self.cell.collectors) or "none")
         line = f"[bold]cell[/] {escape(self.cell.name)}  {escape(axes)}  collectors: {collectors}"
         if self.cell.auto is not None:
             line += f"\n  [dim]auto ({escape(self.cell.auto.machine)}):[/] " + escape(
                 auto_text(self.cell.auto.chosen))
-        recorded = self.trials - len(self.todo)
+        recorded = self.recorded
         notes = [f"{recorded}/{self.trials} trials already recorded"] if recorded else []
-        notes += [again] if (again := _again(self.todo, self.cell.retry)) else []
+        notes += [again] if again else []
         if notes:
             line += f"  [dim]({escape('; '.join(notes))})[/]"
         console().print(line)

@@ -45,6 +45,15 @@ class RetryPolicy(StrEnum):
         return {"none": (), "errored": ("error",), "failed": ("error", "fail")}[self.value]
 
 
+class TrialOrder(StrEnum):
+    """In which order a sweep runs its trials (docs/sweeps.md, "Trial order")."""
+
+    #: Every trial of a cell, then the next cell.
+    cells = "cells"
+    #: Trial 0 of every cell, then trial 1 of every cell, ...: drift hits every cell alike.
+    rounds = "rounds"
+
+
 @dataclass
 class Retain:
     on_pass: RetainLevel = RetainLevel.full
@@ -71,6 +80,7 @@ class CoreSettings:
     device_env: list[str] = field(default_factory=lambda: ["CUDA_VISIBLE_DEVICES"])
     retain: Retain = field(default_factory=Retain)
     retry: RetryPolicy = RetryPolicy.errored
+    order: TrialOrder = TrialOrder.cells
 
     def retain_levels(self) -> dict[str, str]:
         return {k: getattr(self.retain, k).value for k in ("on_pass", "on_fail", "on_error")}

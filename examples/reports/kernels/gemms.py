@@ -1,12 +1,12 @@
-"""A GPU step of three GEMMs of different shapes and an elementwise kernel, one optimizer step
-each, for the kernel-level comparison on a GPU: ``GROW`` scales the inner dimension of the
-second GEMM's output (1.03: 3 % more columns, ~3 % more work) while the other kernels stay.
+"""A GPU step of three GEMMs and an elementwise kernel, one optimizer step each, for the
+kernel-level comparison on a GPU: ``GROW`` scales the inner (K) dimension of one GEMM (1.03: 3 %
+more K, so 3 % more work in the same tiles and waves) while the other kernels stay. That GEMM is
+fp16 and the others bf16, so it runs a kernel of its own name.
 
-    python -m aorta_core sweep=repeat trials=10 collector=torchprof output=runs/g -- \
-        python examples/reports/kernels/gemms.py
-    python -m aorta_core sweep=repeat trials=10 collector=torchprof +env.GROW=1.03 \
-        output=runs/g3 -- python examples/reports/kernels/gemms.py
-    aorta compare runs/g runs/g3
+    python -m aorta_core sweep=repeat trials=10 order=rounds collector=torchprof \
+        '+env.GROW=1,1.03' output=runs/g -- python examples/reports/kernels/gemms.py
+    aorta compare runs/g runs/g --pair 'env.GROW=1,collector=torchprof' \
+        'env.GROW=1.03,collector=torchprof'
 """
 
 import os
@@ -15,18 +15,18 @@ import torch
 
 torch.manual_seed(0)
 device = "cuda"
-grow = float(os.environ.get("GROW", "1"))
-n = round(4096 * grow / 64) * 64  # a multiple of 64 keeps the same GEMM kernel
+k = round(8192 * float(os.environ.get("GROW", "1")) / 64) * 64  # whole 64-wide K slices
 a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
 b = torch.randn(4096, 8192, device=device, dtype=torch.bfloat16)
-c = torch.randn(8192, n, device=device, dtype=torch.bfloat16)
+h = torch.randn(4096, k, device=device, dtype=torch.float16)
+c = torch.randn(k, 4096, device=device, dtype=torch.float16)
 weight = torch.nn.Parameter(torch.randn(2048, 2048, device=device, dtype=torch.bfloat16))
 optimizer = torch.optim.SGD([weight], lr=1e-6)
 for _ in range(12):
     optimizer.zero_grad()
-    x = a @ b  # 4096 x 4096 x 8192
-    y = x @ c  # the grown GEMM: 4096 x 8192 x n
-    z = torch.nn.functional.gelu(y[:, :2048] @ weight)
+    x = a @ b  # bf16, 4096 x 4096 x 8192
+    y = h @ c  # the grown GEMM: fp16, 4096 x k x 4096
+    z = torch.nn.functional.gelu(x[:, :2048] @ weight) + y[:, :2048].to(torch.bfloat16)
     z.float().sum().backward()
     optimizer.step()
 torch.cuda.synchronize()

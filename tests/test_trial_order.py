@@ -1,0 +1,67 @@
+"""``order=rounds`` through the real CLI: trial 0 of every cell, then trial 1, ... (so that
+drift of the machine hits every cell alike), resumed and refused like any sweep; a cell refused
+in every round is said once; ``order`` is one value for the whole sweep."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from cli_helpers import records, run_aorta
+
+
+def _logging_sides(log: Path) -> list[str]:
+    return ["--", "sh", "-c", f'echo "$SIDE" >> {shlex.quote(str(log))}']
+
+
+def test_rounds_run_trial_n_of_every_cell_before_trial_n_plus_1(tmp_path: Path):
+    log = tmp_path / "sides.log"
+    out = tmp_path / "out"
+    args = ["sweep=repeat", "trials=3", "order=rounds", "+env.SIDE=a,b", f"output={out}"]
+    done = run_aorta([*args, *_logging_sides(log)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split() == ["a", "b", "a", "b", "a", "b"]
+    for index in range(3):
+        assert f"round {index + 1}/3: trial {index} of every cell" in done.stderr
+    assert done.stderr.count("cell env.SIDE=a") == 1  # the cell's line once, in round 1
+    assert sorted((r["cell"], r["trial"]) for r in records(out)) == [
+        (cell, trial) for cell in ("env.SIDE=a", "env.SIDE=b") for trial in range(3)]
+
+    more = run_aorta([*args[:1], "trials=4", *args[2:], *_logging_sides(log)], cwd=tmp_path)
+    assert more.returncode == 0, more.stderr
+    assert log.read_text().split()[6:] == ["a", "b"]  # only round 4 ran
+    assert "(3/4 trials already recorded)" in more.stderr
+
+
+def test_cells_order_runs_every_trial_of_a_cell_first(tmp_path: Path):
+    log = tmp_path / "sides.log"
+    done = run_aorta(["sweep=repeat", "trials=2", "+env.SIDE=a,b", f"output={tmp_path / 'o'}",
+                      *_logging_sides(log)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().split() == ["a", "a", "b", "b"]
+    assert "round 1/" not in done.stderr
+
+
+def test_a_cell_refused_in_every_round_is_said_once(tmp_path: Path):
+    out = tmp_path / "out"
+    done = run_aorta(["sweep=repeat", "trials=2", "order=rounds", "requires_command=false,abc",
+                      f"output={out}", "--", "true"], cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("cell requires_command=abc:") == 1, done.stderr
+    assert [r["verdict"] for r in records(out)] == ["pass", "pass"]
+
+
+def test_order_is_one_value_for_the_whole_sweep(tmp_path: Path):
+    swept = run_aorta(["sweep=repeat", "order=cells,rounds", f"output={tmp_path / 'a'}",
+                       "--", "true"], cwd=tmp_path)
+    assert swept.returncode == 2
+    assert "order= is the whole sweep's: give one value" in swept.stderr
+    trials = run_aorta(["sweep=repeat", "order=rounds", "trials=1,2",
+                        f"output={tmp_path / 'b'}", "--", "true"], cwd=tmp_path)
+    assert trials.returncode == 2
+    assert "order=rounds runs trial 0 of every cell, then trial 1" in trials.stderr
+    wrong = run_aorta(["sweep=repeat", "order=round", f"output={tmp_path / 'c'}", "--", "true"],
+                      cwd=tmp_path)
+    assert wrong.returncode == 2
+    assert "order" in wrong.stderr and "rounds" in wrong.stderr
+    assert not any((tmp_path / name).exists() for name in "abc")
