@@ -489,8 +489,8 @@ def _add_report_parsers(sub) -> None:
                    help="significance level of the q-values (0.05)")
     c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
                    help="exit 1 when METRIC (a glob) is significantly more than PCT%% worse "
-                        "(or untestable: too few trials), or when no pair of cells measured it "
-                        "(repeatable)")
+                        "(or untestable: too few trials), or when no pair of cells measured it; "
+                        "kernel:GLOB:PCT gates the kernel rows whose name matches (repeatable)")
     c.add_argument("--noise-floor", metavar="AA[,AA2]",
                    help="an A/A run (its trials split into halves) or two runs of the same "
                         "command: a row is significant only beyond the noise they measure")

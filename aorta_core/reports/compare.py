@@ -271,6 +271,10 @@ def _test(a: Run, b: Run, rows: list[Row], factor: float, alpha: float,
                            s.p is not None, r.significant)
 
 
+#: A ``--fail-on`` rule on kernel rows: ``kernel:<glob of names or keys>:<percent>``.
+KERNEL_RULE = "kernel:"
+
+
 def worse_pct(row: Row) -> float | None:
     """How much worse the candidate is, in percent of the baseline's magnitude (negative:
     better); infinite when a baseline of 0 moved."""
@@ -312,13 +316,47 @@ def _gate_line(r: Row, pct_worse: float, pct: float) -> str:
     return f"{r.cell} {r.metric}: {how} (limit {pct:g}%{tail})"
 
 
+def _kernel_gate_line(k: kernel_changes.KernelChange, pct_worse: float, pct: float) -> str:
+    how = (f"new in the candidate (0 → {k.candidate_ms:.4g} {k.unit})" if math.isinf(pct_worse)
+           else f"{k.delta_ms:+.4g} {k.unit}, {pct_worse:.1f}% slower")
+    tail = f", {k.untested}" if k.untested else ""
+    return f"{k.cell} {k.collector} kernel {k.name}: {how} (limit {pct:g}%{tail})"
+
+
+def _check_kernel_rule(result: Result, pattern: str, pct: float) -> None:
+    """``--fail-on 'kernel:<glob>:PCT'``: kernel rows (name or key matching) slower by more than
+    PCT % of their baseline and significant, or untestable (gated on the percentage alone)."""
+    glob = pattern.removeprefix(KERNEL_RULE)
+    if not result.kernels:
+        result.failures.append(f"{pattern}: no kernel rows to check (neither pair of cells kept "
+                               "kernel tables: run a collector that sees kernels, e.g. "
+                               "collector=torchprof, or rebuild them with aorta parse <run> "
+                               "--kernels)")
+        return
+    rows = [k for k in result.kernels
+            if fnmatch.fnmatchcase(k.name, glob) or fnmatch.fnmatchcase(k.key, glob)]
+    if not rows:
+        names = sorted({k.name for k in result.kernels})
+        shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
+        raise CompareError(f"--fail-on {pattern}: no kernel row matches {glob!r} (kernels: "
+                           f"{shown})")
+    for k in rows:
+        if k.delta_ms is None or k.baseline_ms is None or k.delta_ms <= 0:
+            continue
+        pct_worse = k.delta_ms / k.baseline_ms * 100 if k.baseline_ms > 0 else math.inf
+        if pct_worse > pct and (k.significant or k.p is None):
+            result.failures.append(_kernel_gate_line(k, pct_worse, pct))
+
+
 def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:
     """Each rule's failures: rows past the percentage that are significant (beyond the noise
     floor, where one was measured). A row that could not be tested (too few trials) is gated on
-    the percentage alone: a gate never passes because a row was untestable."""
+    the percentage alone: a gate never passes because a row was untestable. A rule
+    ``kernel:<glob>`` gates the kernel rows instead (:func:`_check_kernel_rule`)."""
     for pattern, pct in rules:
-        rows = [r for r in result.rows if fnmatch.fnmatchcase(r.metric, pattern)]
-        if not rows:
+        kernel = pattern.startswith(KERNEL_RULE)
+        rows = [r for r in result.rows if not kernel and fnmatch.fnmatchcase(r.metric, pattern)]
+        if not rows and not kernel:
             metrics = sorted({r.metric for r in result.rows})
             raise CompareError(f"--fail-on {pattern}: no such metric in either run (metrics: "
                                f"{', '.join(metrics) or 'none'})")
@@ -327,6 +365,9 @@ def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:
         if not result.comparable:
             result.failures.append(f"{pattern}: runs are not comparable, cannot check (pass "
                                    "--allow-env-mismatch to compare anyway)")
+            continue
+        if kernel:
+            _check_kernel_rule(result, pattern, pct)
             continue
         failing = [r for r in rows if r.mark == "!"]
         result.failures += [f"{r.cell} {r.metric}: newly failing" for r in failing]

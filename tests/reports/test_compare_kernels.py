@@ -172,3 +172,24 @@ def test_the_sweep_headline_names_the_kernels_that_differ_from_the_baseline(runs
                                                          page.index("id=headline"))]
     assert "<h3>Kernels</h3>" in headline and "1 significantly slower, 0 faster" in headline
     assert "title='sort'" in headline and "title='gemm'" not in headline
+
+
+def test_fail_on_gates_kernel_rows_that_are_significantly_slower(runs):
+    root, env, out = runs
+
+    def gate(b: str, *rules: str):
+        return run_aorta(["compare", str(out["base"]), str(out[b]),
+                          *(x if x == "--json" else f"--fail-on={x}" for x in rules)], root, env)
+
+    slower = gate("sort30", "kernel:*:10", "--json")
+    assert slower.returncode == 1, slower.stderr[-2000:]
+    lines = json.loads(slower.stdout)["failures"]
+    assert len(lines) == 2, lines  # the sort (+30 %) and the new kernel, nothing else
+    assert any(" ktab kernel sort: +1." in x and "% slower (limit 10%)" in x for x in lines)
+    assert any(" ktab kernel fresh_kernel: new in the candidate (0 → " in x for x in lines), lines
+    assert slower.stderr.count("aorta: error: --fail-on: ") == 2
+    assert gate("sort30", "kernel:gemm:1").returncode == 0  # unchanged: within its noise
+    assert gate("sort30", "kernel:sort:40").returncode == 0  # 30 % is within a 40 % limit
+    assert gate("again", "kernel:*:0").returncode == 0  # no significant row: the A/A passes
+    typo = gate("sort30", "kernel:sotr:5")
+    assert typo.returncode == 2 and "no kernel row matches 'sotr' (kernels: " in typo.stderr
