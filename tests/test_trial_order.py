@@ -1,9 +1,11 @@
 """``order=rounds`` through the real CLI: trial 0 of every cell, then trial 1, ... (so that
-drift of the machine hits every cell alike), resumed and refused like any sweep; a cell refused
-in every round is said once; ``order`` is one value for the whole sweep."""
+drift of the machine hits every cell alike), resumed like any sweep, its two cells compared as A
+and B (``aorta compare run run --pair A B``); a cell refused in every round is said once;
+``order`` is one value for the whole sweep."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -26,6 +28,13 @@ def test_rounds_run_trial_n_of_every_cell_before_trial_n_plus_1(tmp_path: Path):
     assert done.stderr.count("cell env.SIDE=a") == 1  # the cell's line once, in round 1
     assert sorted((r["cell"], r["trial"]) for r in records(out)) == [
         (cell, trial) for cell in ("env.SIDE=a", "env.SIDE=b") for trial in range(3)]
+
+    compared = run_aorta(["compare", str(out), str(out), "--pair", "env.SIDE=a", "env.SIDE=b",
+                          "--json"], cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    result = json.loads(compared.stdout)
+    assert result["pairing"] == "Cells of one run, paired as --pair says."
+    assert {r["cell"] for r in result["rows"]} == {"env.SIDE=a → env.SIDE=b"}  # nothing else
 
     more = run_aorta([*args[:1], "trials=4", *args[2:], *_logging_sides(log)], cwd=tmp_path)
     assert more.returncode == 0, more.stderr

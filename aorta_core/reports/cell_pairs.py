@@ -127,13 +127,18 @@ def _check_match(match: Sequence[str], a: dict[str, dict], b: dict[str, dict]) -
 
 
 def pair(a_cells: Sequence[dict[str, Any]], b_cells: Sequence[dict[str, Any]],
-         given: Sequence[tuple[str, str]] = (), match: Sequence[str] | None = None) -> Pairing:
+         given: Sequence[tuple[str, str]] = (), match: Sequence[str] | None = None,
+         one_run: bool = False) -> Pairing:
     """Pair the cells of two matrix.json files: ``given`` (``--pair``) first, then on the
-    ``match`` axes (``--match``), else by name and then by axes without the run-level keys."""
+    ``match`` axes (``--match``), else by name and then by axes without the run-level keys.
+    ``one_run``: both are the same run (A and B as cells of one sweep, ``order=rounds``): with
+    ``given`` and no ``match``, only those pairs, the other cells not the comparison's."""
     a = {c["cell"]: c for c in a_cells}
     b = {c["cell"]: c for c in b_cells}
-    levels = run_level(a_cells, b_cells)
     pairs = _explicit(a, b, given)
+    if one_run and pairs and match is None:
+        return Pairing(pairs, [], "Cells of one run, paired as --pair says.")
+    levels = run_level(a_cells, b_cells)
     rest_a = {n: c for n, c in a.items() if n not in {p for p, _ in pairs}}
     rest_b = {n: c for n, c in b.items() if n not in {q for _, q in pairs}}
     if match is not None:

@@ -408,7 +408,7 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
         raise CompareError(str(exc)) from None
     try:
         pairing = cell_pairs.pair(list(a.cells.values()), list(b.cells.values()), pairs or (),
-                                  match)
+                                  match, one_run=a.path.resolve() == b.path.resolve())
     except cell_pairs.PairingError as exc:
         raise CompareError(str(exc)) from None
     diffs = environment_differences(a, b)
