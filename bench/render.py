@@ -64,6 +64,10 @@ TARGETS = {
                        "from a fresh interpreter), against reading and decoding every kernel "
                        "table (`read_tables_s`, the floor); `flagged_shifted` of `shifted` "
                        "kernels made 10 % slower found, `flagged` in all",
+    "kernel_compare_proof": "a real profiler (torchprof on the CPU): one op 30 % slower (the "
+                            "sort of examples/reports/kernels/ops.py) flagged alone, its rows "
+                            "explaining the step difference; 20 A/A pairs at 8 trials: "
+                            "family-wise false alarms <= 5 % (<= 1 of 20)",
     "scaling": "2 joblib workers run trials of a trivial command >= 1.6x as fast as 1 worker",
     "benchmark_gpu": "compute stream >= 50 % of the measured bf16 matmul rate; telemetry on vs off "
                      "<= 2 % step time",
