@@ -316,16 +316,21 @@ def _gate_line(r: Row, pct_worse: float, pct: float) -> str:
     return f"{r.cell} {r.metric}: {how} (limit {pct:g}%{tail})"
 
 
-def _kernel_gate_line(k: kernel_changes.KernelChange, pct_worse: float, pct: float) -> str:
+def _kernel_gate_line(k: kernel_changes.KernelChange, pct_worse: float, pct: float,
+                      needed: int | None) -> str:
     how = (f"new in the candidate (0 → {k.candidate_ms:.4g} {k.unit})" if math.isinf(pct_worse)
            else f"{k.delta_ms:+.4g} {k.unit}, {pct_worse:.1f}% slower")
-    tail = f", {k.untested}" if k.untested else ""
+    tail = (f", {k.untested}" if k.untested else
+            f", inconclusive: q reaches alpha among these rows only from {needed} trials a side"
+            if needed else "")
     return f"{k.cell} {k.collector} kernel {k.name}: {how} (limit {pct:g}%{tail})"
 
 
 def _check_kernel_rule(result: Result, pattern: str, pct: float) -> None:
     """``--fail-on 'kernel:<glob>:PCT'``: kernel rows (name or key matching) slower by more than
-    PCT % of their baseline and significant, or untestable (gated on the percentage alone)."""
+    PCT % of their baseline and significant, or untestable: too few trials for one row, or for
+    any row of its pair to reach q ≤ alpha (``trials_needed``); those are gated on the
+    percentage alone, as a gate never passes because it could not test."""
     glob = pattern.removeprefix(KERNEL_RULE)
     if not result.kernels:
         result.failures.append(f"{pattern}: no kernel rows to check (neither pair of cells kept "
@@ -340,12 +345,15 @@ def _check_kernel_rule(result: Result, pattern: str, pct: float) -> None:
         shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
         raise CompareError(f"--fail-on {pattern}: no kernel row matches {glob!r} (kernels: "
                            f"{shown})")
+    short = {(s.cell, s.collector): s.trials_needed for s in result.kernel_summaries
+             if s.trials < s.trials_needed}
     for k in rows:
         if k.delta_ms is None or k.baseline_ms is None or k.delta_ms <= 0:
             continue
         pct_worse = k.delta_ms / k.baseline_ms * 100 if k.baseline_ms > 0 else math.inf
-        if pct_worse > pct and (k.significant or k.p is None):
-            result.failures.append(_kernel_gate_line(k, pct_worse, pct))
+        needed = short.get((k.cell, k.collector))
+        if pct_worse > pct and (k.significant or k.p is None or needed):
+            result.failures.append(_kernel_gate_line(k, pct_worse, pct, needed))
 
 
 def _check_fail_on(result: Result, rules: list[tuple[str, float]]) -> None:

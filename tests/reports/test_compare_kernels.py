@@ -193,3 +193,23 @@ def test_fail_on_gates_kernel_rows_that_are_significantly_slower(runs):
     assert gate("again", "kernel:*:0").returncode == 0  # no significant row: the A/A passes
     typo = gate("sort30", "kernel:sotr:5")
     assert typo.returncode == 2 and "no kernel row matches 'sotr' (kernels: " in typo.stderr
+
+
+def test_a_kernel_gate_with_too_few_trials_to_test_gates_on_the_percentage(runs):
+    """At 4 trials a side no row of 23 can reach q ≤ 0.05: the gate fails on the percentage
+    alone and says so, never passing because it could not test."""
+    root, env, out = runs
+    short = root / "short"
+    done = run_aorta(["sweep=repeat", "trials=4", "collector=ktab", f"output={short}",
+                      "+env.SCALE=1.3", "--", sys.executable, "-c", PAYLOAD], root, env,
+                     timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    gate = run_aorta(["compare", str(out["base"]), str(short), "--fail-on=kernel:sort:10",
+                      "--json"], root, env)
+    assert gate.returncode == 1, gate.stderr[-2000:]
+    [line] = json.loads(gate.stdout)["failures"]
+    needed = min_trials(0.05 / 22)
+    assert line.endswith(f"(limit 10%, inconclusive: q reaches alpha among these rows only "
+                         f"from {needed} trials a side)"), line
+    assert run_aorta(["compare", str(out["base"]), str(short), "--fail-on=kernel:sort:40"],
+                     root, env).returncode == 0  # 30 % is within 40 %, tested or not
