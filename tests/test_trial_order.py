@@ -60,17 +60,20 @@ def test_a_cell_refused_in_every_round_is_said_once(tmp_path: Path):
     assert [r["verdict"] for r in records(out)] == ["pass", "pass"]
 
 
-def test_order_is_one_value_for_the_whole_sweep(tmp_path: Path):
+def test_order_and_the_other_sweep_level_keys_take_one_value(tmp_path: Path):
     swept = run_aorta(["sweep=repeat", "order=cells,rounds", f"output={tmp_path / 'a'}",
                        "--", "true"], cwd=tmp_path)
     assert swept.returncode == 2
-    assert "order= is the whole sweep's: give one value" in swept.stderr
+    assert "order= is the whole sweep's (it does not name a cell" in swept.stderr
     trials = run_aorta(["sweep=repeat", "order=rounds", "trials=1,2",
                         f"output={tmp_path / 'b'}", "--", "true"], cwd=tmp_path)
     assert trials.returncode == 2
-    assert "order=rounds runs trial 0 of every cell, then trial 1" in trials.stderr
+    assert "trials= is the whole sweep's" in trials.stderr
+    timeout = run_aorta(["sweep=repeat", "timeout=30,600", f"output={tmp_path / 'd'}", "--",
+                         "true"], cwd=tmp_path)  # one cell folder would take both values
+    assert timeout.returncode == 2 and "timeout= is the whole sweep's" in timeout.stderr
     wrong = run_aorta(["sweep=repeat", "order=round", f"output={tmp_path / 'c'}", "--", "true"],
                       cwd=tmp_path)
     assert wrong.returncode == 2
     assert "order" in wrong.stderr and "rounds" in wrong.stderr
-    assert not any((tmp_path / name).exists() for name in "abc")
+    assert not any((tmp_path / name).exists() for name in "abcd")

@@ -482,7 +482,7 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
             raise UsageError(line)
     _measurable_here(composer, settings)
     swept = tuple(a.key for a in axes)
-    _one_order(settings, swept)
+    _one_value_keys(cfg, swept)
     return Plan(allow_failures=settings.allow_failures, retry=settings.retry.value, output=output,
                 order="cells" if cfg.get("agree") is not None else settings.order.value,
                 trials=settings.trials, swept=swept, flags=flags,
@@ -490,14 +490,16 @@ def _composed(overrides: list[str], args: list[str], command: list[str] | None,
                             *_swept_command_in_names(cfg, swept)))
 
 
-def _one_order(settings: CoreSettings, swept: tuple[str, ...]) -> None:
-    """``order`` is the whole sweep's, and rounds need one trial count for every cell."""
-    if "order" in swept:
-        raise UsageError("order= is the whole sweep's: give one value (order=cells or "
-                         "order=rounds), not a list")
-    if settings.order.value == "rounds" and "trials" in swept:
-        raise UsageError("order=rounds runs trial 0 of every cell, then trial 1, ...: give one "
-                         "trials=N for every cell, not a list")
+def _one_value_keys(cfg: DictConfig, swept: tuple[str, ...]) -> None:
+    """The sweep-level keys (Hydra's ``exclude_keys``: ``trials``, ``timeout``, ``order``, ...)
+    do not name a cell, so two values of one would make two cells of one name and folder, where
+    the second finds the first's trials and runs nothing: each takes one value. A swept
+    ``command`` names its cells (:func:`_swept_command_in_names`)."""
+    excluded = set(cfg.hydra.job.config.override_dirname.exclude_keys) - {"command"}
+    for key in swept:
+        if key in excluded:
+            raise UsageError(f"{key}= is the whole sweep's (it does not name a cell, so its "
+                             f"values would share one cell folder): give one value, not a list")
 
 
 def _swept_command_in_names(cfg: DictConfig, swept: tuple[str, ...]) -> list[str]:
