@@ -3,8 +3,9 @@ default: ``--pairs`` A/A pairs and one pair grown by ``--grow`` (examples/report
 its sort), each compared with the real ``aorta compare --json``.
 
 ``--design rounds`` (the default): each pair is one sweep of two cells, ``order=rounds``
-(trial 0 of both cells, then trial 1, ...), compared with ``--pair``: the A/A cells differ only
-by a variable nothing reads, the grown pair by ``--grow``. ``--design runs``: each pair is two
+(trial 0 of both cells, then trial 1, ...), compared with ``--pair``, without a noise floor and
+with the floor of the sweep's own baseline cell: the A/A cells differ only by a variable nothing
+reads, the grown pair by ``--grow``. ``--design runs``: each pair is two
 sweeps run one after the other, compared without a noise floor and with the floor of the
 previous A/A pair (``--noise-floor RUN1,RUN2``; the first pair takes the last's).
 
@@ -15,7 +16,7 @@ whether the grown kernel was flagged, and alone. Sweeps already in
 
     python bench/proof_kernel_compare.py --out runs/proof [--pairs 20] [--trials 8]
     python bench/proof_kernel_compare.py --out runs/gpu --pairs 1 --grown-pairs 10 --trials 10 \
-        --payload examples/reports/kernels/gemms.py --grow GROW=1.03 --kernel f16
+        --payload examples/reports/kernels/gemms.py --grow GROW=1.03 --kernel _hsh_
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples/reports/kernels"
@@ -64,29 +66,33 @@ def rows_of(result: dict) -> dict:
     return {"rows": len(result["kernels"]), "tested": len(tested), "floors_pct": floors}
 
 
-def one_sweep_pair(out: Path, args: argparse.Namespace, key: str, a: str, b: str) -> dict:
-    """Cells ``key=a`` and ``key=b`` of one ``order=rounds`` sweep, compared."""
+def one_sweep_pair(out: Path, args: argparse.Namespace, key: str, a: str, b: str
+                   ) -> tuple[dict, dict]:
+    """Cells ``key=a`` and ``key=b`` of one ``order=rounds`` sweep, compared without a noise
+    floor and with the floor of the sweep's own baseline cell (its trials split in halves)."""
     sweep(out, args, "order=rounds", f"+env.{key}={a},{b}")
     cells = [f"env.{key}={value},collector={args.collector}" for value in (a, b)]
-    return compare(out, out, "--pair", *cells)
+    return (compare(out, out, "--pair", *cells),
+            compare(out, out, "--pair", *cells, "--noise-floor", str(out)))
 
 
-def in_time(args: argparse.Namespace, count: int) -> range:
-    """The pairs to run: ``count``, fewer once ``--deadline`` seconds have passed (a pair whose
-    sweep is already in ``--out`` only compares)."""
+def in_time(args: argparse.Namespace, count: int) -> Iterator[int]:
+    """The pairs to run, lazily: ``count``, fewer once ``--deadline`` seconds have passed when
+    the next would start (a pair whose sweep is already in ``--out`` only compares)."""
     for i in range(count):
         if time.time() > args.deadline:
-            return range(i)
-    return range(count)
+            return
+        yield i
 
 
 def by_rounds(args: argparse.Namespace) -> tuple[list[dict], list[tuple[dict, dict | None]]]:
     pairs = []
     for i in in_time(args, args.pairs):
-        result = one_sweep_pair(args.out / f"aa{i}", args, SIDE, "a", "b")
-        pairs.append({**rows_of(result), "flagged": flagged(result)})
+        result, floored = one_sweep_pair(args.out / f"aa{i}", args, SIDE, "a", "b")
+        pairs.append({**rows_of(result), "flagged": flagged(result),
+                      "flagged_beyond_floor": flagged(floored)})
     key, value = args.grow.split("=", 1)
-    return pairs, [(one_sweep_pair(args.out / f"grown{i}", args, key, "1", value), None)
+    return pairs, [one_sweep_pair(args.out / f"grown{i}", args, key, "1", value)
                    for i in in_time(args, args.grown_pairs)]
 
 
@@ -124,7 +130,9 @@ def grown_pair(args: argparse.Namespace, result: dict, floored: dict | None) -> 
              "detected": any(r["significant"] for r in rows),
              "detected_alone": bool(marked) and all(args.kernel in r["name"] for r in marked)}
     if floored is not None:
-        found["flagged_beyond_floor"] = flagged(floored)
+        beyond = flagged(floored)
+        found |= {"flagged_beyond_floor": beyond, "detected_alone_beyond_floor":
+                  bool(beyond) and all(args.kernel in r["name"] for r in beyond)}
     return found
 
 
@@ -164,6 +172,9 @@ def main() -> None:
     summary |= {"grown_pairs": len(found),
                 "grown_detected": sum(g["detected"] for g in found),
                 "grown_detected_alone": sum(g["detected_alone"] for g in found)}
+    if found and "detected_alone_beyond_floor" in found[0]:
+        summary["grown_detected_alone_beyond_floor"] = sum(g["detected_alone_beyond_floor"]
+                                                           for g in found)
     print(json.dumps({**summary, "aa": pairs, "grown": found,
                       "seconds": round(time.time() - start)}))
 

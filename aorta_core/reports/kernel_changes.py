@@ -211,16 +211,20 @@ class KernelSummary:
     significant_delta_ms: float
     all_delta_ms: float
     #: The measured difference it is set against: the metric and its difference of medians
-    #: (ms); ``None`` where a cell did not measure it.
+    #: (ms) with its 95 % bootstrap interval; ``None`` where a cell did not measure it (the
+    #: interval also where a side had too few trials to test it).
     reference: str
     reference_delta_ms: float | None
-    #: ``significant_delta_ms / reference_delta_ms``.
+    #: ``significant_delta_ms / reference_delta_ms``: a share the reference pins down only
+    #: where its interval excludes 0 (a step time noisier than the change leaves it open).
     explained: float | None
     #: The fewest trials a side at which one change alone among ``tested`` rows can reach
     #: q ≤ alpha (BH's q of a lone change is its p times the rows tested), and the fewest
     #: this pair had.
     trials_needed: int
     trials: int
+    reference_ci_low_ms: float | None = None
+    reference_ci_high_ms: float | None = None
 
 
 def _sample(run: KernelValues, cell: str, ident: Ident, trials: list[int]) -> list[float]:
@@ -282,19 +286,22 @@ Metrics = dict[tuple[str, str], list[float]]
 
 
 def _reference(a_metrics: Metrics, b_metrics: Metrics, a_cell: str, b_cell: str,
-               collector: str, stepped: bool) -> tuple[str, float | None]:
+               collector: str, stepped: bool, alpha: float
+               ) -> tuple[str, significance.RowStats | None]:
     """The measured difference the pair's kernels are set against: the first step metric both
     cells measured for rows per step (:data:`STEP_METRICS`), the wall time (in ms) for rows per
-    capture; (metric, difference of medians, ``None`` where the cells did not both measure it)."""
-    def delta(name: str) -> float | None:
+    capture; (metric, its statistics, ``None`` where the cells did not both measure it)."""
+    def stats(name: str, scale: float = 1.0) -> significance.RowStats | None:
         a, b = a_metrics.get((a_cell, name)), b_metrics.get((b_cell, name))
-        return statistics.median(b) - statistics.median(a) if a and b else None
+        if not (a and b):
+            return None
+        return significance.compare_rows([[scale * v for v in a]], [[scale * v for v in b]],
+                                         alpha)[0]
 
     if not stepped:
-        wall = delta(WALL)
-        return WALL, None if wall is None else 1000 * wall
+        return WALL, stats(WALL, 1000.0)
     names = [m.format(c=collector) for m in STEP_METRICS]
-    return next(((n, d) for n in names if (d := delta(n)) is not None), (names[0], None))
+    return next(((n, s) for n in names if (s := stats(n)) is not None), (names[0], None))
 
 
 def summaries(rows: Sequence[KernelChange], a_metrics: Metrics, b_metrics: Metrics,
@@ -308,8 +315,9 @@ def summaries(rows: Sequence[KernelChange], a_metrics: Metrics, b_metrics: Metri
     for (cell, collector), part in groups.items():
         first = part[0]
         stepped = all(r.unit == "ms/step" for r in part)
-        metric, ref = _reference(a_metrics, b_metrics, first.baseline_cell,
-                                 first.candidate_cell, collector, stepped)
+        metric, ref_stats = _reference(a_metrics, b_metrics, first.baseline_cell,
+                                       first.candidate_cell, collector, stepped, alpha)
+        ref = ref_stats.delta if ref_stats else None
         sig = sum(r.delta_ms for r in part if r.significant and r.delta_ms is not None)
         tested = sum(r.p is not None for r in part)
         family = sum(r.p is not None for r in rows if r.cell == cell)
@@ -319,7 +327,8 @@ def summaries(rows: Sequence[KernelChange], a_metrics: Metrics, b_metrics: Metri
             sum(r.significant and (r.delta_ms or 0) < 0 for r in part), sig,
             sum(r.delta_ms or 0.0 for r in part), metric, ref,
             sig / ref if ref else None, significance.min_trials(alpha / max(family, 1)),
-            min(min(r.n_baseline, r.n_candidate) for r in part)))
+            min(min(r.n_baseline, r.n_candidate) for r in part),
+            ref_stats.ci_low if ref_stats else None, ref_stats.ci_high if ref_stats else None))
     return out
 
 

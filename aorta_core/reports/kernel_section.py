@@ -39,10 +39,21 @@ def explanation(summary: KernelSummary) -> str:
         return (f"{found}; the significant rows sum to {summary.significant_delta_ms:+.4g} "
                 f"{summary.unit} ({summary.reference} was not measured in both cells, nothing "
                 "to explain)")
-    share = ("" if summary.explained is None
-             else f" ({summary.explained * 100:.0f} % of it)")
+    low, high = summary.reference_ci_low_ms, summary.reference_ci_high_ms
+    measured = interval_text(summary.reference_delta_ms, low, high)
+    if summary.explained is None:
+        share = ""
+    elif low is not None and high is not None and low <= 0 <= high:
+        share = (" (its interval holds 0: the step moved less than its own noise, so the "
+                 "share they explain is not measured)")
+    elif low is None or high is None:
+        share = f" ({summary.explained * 100:.0f} % of it)"
+    else:
+        ends = sorted(summary.significant_delta_ms / end * 100 for end in (low, high))
+        share = (f" ({summary.explained * 100:.0f} % of it; {ends[0]:.0f}–{ends[1]:.0f} % "
+                 "across its interval)")
     return (f"{found}; the significant rows sum to {summary.significant_delta_ms:+.4g} "
-            f"{summary.unit} of the measured {summary.reference_delta_ms:+.4g} ms difference in "
+            f"{summary.unit} of the measured {measured} ms difference in "
             f"{summary.reference}{share}; all rows sum to {summary.all_delta_ms:+.4g}")
 
 

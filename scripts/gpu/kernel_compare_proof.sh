@@ -3,10 +3,12 @@
 # installed): bench/proof_kernel_compare.py with examples/reports/kernels/gemms.py under
 # torchprof, each pair one order=rounds sweep of $TRIALS trials (default 10) a side: $AA A/A
 # pairs (default 1) and up to $GROWN pairs (default 10) whose fp16 GEMM has 3 % more K; no new
-# pair starts after $DEADLINE s (default 330: a device call runs at most 600 s). Writes under $OUT:
+# pair starts after $DEADLINE s (default 330: a device call runs at most 600 s). $KERNEL (default
+# _hsh_, cuBLAS's fp16-in, fp32-accumulate, fp16-out GEMMs on sm90) names the grown GEMM. Writes
+# under $OUT:
 #   proof.json   the proof's line (per pair: the grown GEMM's rows, every flagged row)
 #   proof.err    its stderr
-#   runs.tgz     every sweep's matrix.json, cell.json, record.json and kernels.parquet:
+#   runs.tgz     every sweep's matrix.json/.parquet, cell.json, record.json, kernels.parquet:
 #                unpacked, `python bench/proof_kernel_compare.py --out <dir> ...` compares again
 #   nvidia-smi.txt, setup.log
 set -u
@@ -15,10 +17,10 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 WORK=$(mktemp -d)
 timeout "${PROOF_TIMEOUT:-470}" python3 bench/proof_kernel_compare.py --out "$WORK" \
   --pairs "${AA:-1}" --grown-pairs "${GROWN:-10}" --trials "${TRIALS:-10}" \
-  --payload examples/reports/kernels/gemms.py --grow GROW=1.03 --kernel "${KERNEL:-f16}" \
+  --payload examples/reports/kernels/gemms.py --grow GROW=1.03 --kernel "${KERNEL:-_hsh_}" \
   --deadline "${DEADLINE:-330}" > "$OUT/proof.json" 2> "$OUT/proof.err"
 echo "proof exit status $?"
-(cd "$WORK" && find . \( -name matrix.json -o -name cell.json -o -name record.json \
+(cd "$WORK" && find . \( -name 'matrix.*' -o -name cell.json -o -name record.json \
   -o -name kernels.parquet \) -print0 | tar czf "$OUT/runs.tgz" --null -T -)
 python3 - "$WORK" <<'PY'
 import glob, sys

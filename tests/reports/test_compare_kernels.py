@@ -62,13 +62,15 @@ for step in (1, 2, 3):
         rows.append([name, step, ms])
         total += ms
 json.dump(rows, open(os.path.join(os.environ['KTAB_DIR'], 'k.json'), 'w'))
-json.dump({'step_time_ms': total / 3}, open(os.environ['AORTA_METRICS_PATH'], 'w'))
+step_ms = total / 3 * (1 + rng.gauss(0, float(os.environ.get('STEP_NOISE', '0'))))
+json.dump({'step_time_ms': step_ms}, open(os.environ['AORTA_METRICS_PATH'], 'w'))
 """
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, Path]]:
-    """base; sort30 (the sort 30 % longer, a new kernel); again (base's command, other noise)."""
+    """base; sort30 (the sort 30 % longer, a new kernel); again (base's command, other noise);
+    noisy_step (the sort 30 % longer, the reported step time far noisier than that)."""
     root = tmp_path_factory.mktemp("kernels")
     site = PluginSite(root / "site")
     site.add("ktab", KTAB)
@@ -84,6 +86,10 @@ def runs(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, Path]]:
         "base": sweep("base"),
         "sort30": sweep("sort30", "+env.SCALE=1.3", "+env.NEW=1", "+env.SEED=b"),
         "again": sweep("again", "+env.SEED=c"),
+        # The same change (8 % of the step), but the step time the payload reports varies as
+        # much as the step itself, trial to trial.
+        "noisy_step": sweep("noisy_step", "+env.SCALE=1.3", "+env.SEED=d",
+                            "+env.STEP_NOISE=1"),
     }
 
 
@@ -112,6 +118,8 @@ def test_the_grown_kernel_is_flagged_and_explains_the_step(runs):
     assert summary["slower"] == 2 and summary["faster"] == 0
     # The step grew by what the two kernels added, give or take the other kernels' noise.
     assert summary["explained"] == pytest.approx(1.0, abs=0.05)
+    low, high = summary["reference_ci_low_ms"], summary["reference_ci_high_ms"]
+    assert 0 < low <= summary["reference_delta_ms"] <= high
     # One change alone among 23 rows reaches q <= 0.05 from min_trials(0.05 / 23) a side.
     assert summary["trials_needed"] == min_trials(0.05 / 23) <= summary["trials"] == 6
 
@@ -124,6 +132,18 @@ def test_markdown_leads_with_what_got_slower_sorted_by_ms(runs):
     assert "| slower |" in section and "| faster |" not in section
     assert section.index("`sort`") < section.index("`fresh_kernel`")  # +1.5 before +1.0 ms
     assert "small_" not in section and "% of it" in section
+    assert "% across its interval" in section  # the share at both ends of the step's interval
+
+
+def test_a_step_time_noisier_than_the_change_explains_no_share(runs):
+    """The kernel is found all the same; what share of the step it explains is left open."""
+    result = json.loads(_compare(runs, "base", "noisy_step", "--json"))
+    assert {r["name"] for r in result["kernels"] if r["significant"]} == {"sort"}
+    [summary] = result["kernel_summaries"]
+    assert summary["reference_ci_low_ms"] <= 0 <= summary["reference_ci_high_ms"]
+    text = _compare(runs, "base", "noisy_step")
+    assert "its interval holds 0: the step moved less than its own noise" in text
+    assert "% of it" not in text
 
 
 def test_the_same_command_twice_flags_no_kernel(runs):
