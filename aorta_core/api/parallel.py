@@ -40,7 +40,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -558,3 +558,19 @@ def _wait_one(pool: ProcessPoolExecutor, running: dict[int, Future]) -> int:
             first = next(iter(finished))
             return next(i for i, f in running.items() if f is first)
         _raise_if_broken(pool)
+        _wake_if_a_worker_died(pool)
+
+
+def _wake_if_a_worker_died(pool: ProcessPoolExecutor) -> None:
+    """Wake the pool's manager thread where one of its workers has exited. CPython 3.11-3.13's
+    ``submit`` wakes that thread before it starts the new worker, so the thread may wait on the
+    other workers only; a new worker that dies before anything else wakes it (a result, a
+    submit) went unseen, and the pool broke only when another item ended: 60 s later in a test
+    whose other item ran a minute (about 1 run in 4 with cold caches). Woken, the thread looks at
+    every worker again and breaks the pool."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    if not any(w.exitcode is not None for w in workers):
+        return
+    # OSError, ValueError: the pipe is closed, the pool shutting down: nothing to wake
+    with pool._shutdown_lock, suppress(OSError, ValueError):
+        pool._executor_manager_thread_wakeup.wakeup()
