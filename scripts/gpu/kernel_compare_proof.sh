@@ -5,7 +5,8 @@
 # pairs (default 1) and up to $GROWN pairs (default 10) whose fp16 GEMM has 3 % more K; no new
 # pair starts after $DEADLINE s (default 330: a device call runs at most 600 s). $KERNEL (default
 # _hsh_, cuBLAS's fp16-in, fp32-accumulate, fp16-out GEMMs on sm90) names the grown GEMM. Writes
-# under $OUT:
+# under $OUT (e.g. PRIOR=bench/gpu_evidence/h100-2026-12-07-kernel-compare/gemms-gpu-bound/runs.tgz
+# GROWN=5 runs pairs 2-4 after comparing the 2 it holds):
 #   proof.json   the proof's line (per pair: the grown GEMM's rows, every flagged row)
 #   proof.err    its stderr
 #   runs.tgz     every sweep's matrix.json/.parquet, cell.json, record.json, kernels.parquet:
@@ -15,6 +16,10 @@ set -u
 source "$(dirname "$0")/setup.sh" > "$OUT/setup.log" 2>&1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 WORK=$(mktemp -d)
+# Pairs accumulate across device calls: $PRIOR names earlier calls' runs.tgz (paths from the
+# repository root, space-separated; made with this gemms.py); their sweeps are only compared,
+# the next pairs run.
+for prior in ${PRIOR:-}; do tar xzf "$prior" -C "$WORK"; done
 timeout "${PROOF_TIMEOUT:-470}" python3 bench/proof_kernel_compare.py --out "$WORK" \
   --pairs "${AA:-1}" --grown-pairs "${GROWN:-10}" --trials "${TRIALS:-10}" \
   --payload examples/reports/kernels/gemms.py --grow GROW=1.03 --kernel "${KERNEL:-_hsh_}" \
