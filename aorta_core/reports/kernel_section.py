@@ -41,8 +41,8 @@ def explanation(summary: KernelSummary) -> str:
                 "to explain)")
     low, high = summary.reference_ci_low_ms, summary.reference_ci_high_ms
     measured = interval_text(summary.reference_delta_ms, low, high)
-    if summary.explained is None:
-        share = ""
+    if summary.explained is None or not summary.significant_delta_ms:
+        share = ""  # a step difference of 0, or no significant row: no share to give
     elif low is None or high is None:  # too few trials to test the reference
         share = f" ({summary.explained * 100:.0f} % of it)"
     elif low <= 0 <= high:
