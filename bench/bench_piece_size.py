@@ -24,7 +24,7 @@ from aorta_torchprof.summary import summarise
 from bench_timeline import make_capture
 
 from aorta_core.api import trace_pieces
-from aorta_core.reports.diagnose import read_rank
+from aorta_core.reports.rank_traces import read_rank
 
 SIZES_KIB = (128, 256, 512, 1024, 2048, 4096, 16384)
 

@@ -344,7 +344,7 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
 
 def cmd_diagnose(ns: argparse.Namespace) -> int:
     # its workers read the ranks' traces; the server imports numpy as this process does
-    prestart("aorta_core.reports.diagnose", min_cores=2)
+    prestart("aorta_core.reports.rank_traces", min_cores=2)
     from aorta_core.reports import straggler_thresholds
     from aorta_core.reports.diagnose import write_diagnosis
     from aorta_core.reports.timeline import trial_dirs

@@ -6,26 +6,20 @@ writes ``diagnosis.json``: per rank and ``ProfilerStep#N`` the step's time split
 sum to it, the stragglers, and findings ranked by the ms at stake. docs/diagnose.md has the
 definitions and how they differ from HolisticTraceAnalysis's.
 
-Each instant of a step gets one label, first match wins: ``comm_hidden`` (communication while
-compute runs), ``compute``, ``comm_exposed``, ``other`` (device work that is neither), ``data``
-(inside a data-loading range), ``host`` (nothing of the above: the device idles while the host
-runs Python, launches or sleeps). ``comm_wait`` is the part of ``comm_exposed`` a rank spends in
-collectives waiting for a later rank: a collective ends together on every rank, so its duration
-beyond the shortest rank's is time spent waiting for that rank to arrive (HTA's straggler
-analysis reads the same fact as "late-starting communication kernels").
+Each rank's traces are read and its steps broken down in a worker
+(:mod:`~aorta_core.reports.rank_traces`, :mod:`~aorta_core.reports.step_breakdown`); here the
+ranks are compared. ``comm_wait`` is the part of ``comm_exposed`` a rank spends in collectives
+waiting for a later rank: a collective ends together on every rank, so its duration beyond the
+shortest rank's is time spent waiting for that rank to arrive (HTA's straggler analysis reads the
+same fact as "late-starting communication kernels").
 """
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import math
-import re
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from operator import attrgetter, itemgetter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,18 +27,18 @@ import msgspec
 import numpy as np
 from msgspec import UNSET
 
-from aorta_core.api.files import FileRefused, write_atomic
-from aorta_core.api.intervals import merge
+from aorta_core.api.files import write_atomic
+from aorta_core.api.intervals import inside, merge
 from aorta_core.api.oneline import exception_line
-from aorta_core.api.parallel import decoded_bytes, parallel_map
-from aorta_core.api.ranks import world_size_in_head
-from aorta_core.benchmark.markers import ITERATION_MARKER
 from aorta_core.benchmark.schema import RankRecord
 from aorta_core.engine.diagnosis_section import DIAGNOSIS_NAME
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
 from aorta_core.reports.clock_check import clock_rate
+from aorta_core.reports.collectives import matched
+from aorta_core.reports.rank_traces import RankTrace, Warn, read_ranks, relative
+from aorta_core.reports.step_breakdown import PARTS
 from aorta_core.reports.straggler_thresholds import (
     FINDING_SHARE,
     MIN_EXCESS_MS,
@@ -52,15 +46,19 @@ from aorta_core.reports.straggler_thresholds import (
     MOST_STEPS,
 )
 from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
-from aorta_core.reports.trace_events import TIME_LIMIT_US, off_the_clock, read_trace
+
+# The columnar reader, under the names tests/reports/test_diagnose.py reads it by here.
+from aorta_core.reports.trace_columns import DECODER as _DECODER  # noqa: F401
+from aorta_core.reports.trace_columns import SPANS as _SPANS  # noqa: F401
+from aorta_core.reports.trace_columns import Reader as _Reader  # noqa: F401
+from aorta_core.reports.trace_columns import Span as _Span  # noqa: F401
+from aorta_core.reports.trace_columns import file_steps as _steps  # noqa: F401
+from aorta_core.reports.trace_columns import read_one as _read_one  # noqa: F401
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
 
 SCHEMA_VERSION = 1
-#: The parts of a step, in label order; they sum to ``step_ms``. ``comm_wait_ms`` is a part of
-#: ``comm_exposed_ms``.
-PARTS = ("compute", "comm_hidden", "comm_exposed", "host", "data", "other")
 #: What the parts are called in findings.
 WORDS = {
     "compute": "compute (kernels, or CPU ops on a CPU trace)",
@@ -71,474 +69,15 @@ WORDS = {
     "other": "other device work (memory copies and sets)",
 }
 
-# Names. CPU side: a collective's execution (gloo's worker thread, NCCL's annotation), the
-# c10d op that issues it, torch's record_param_comms; the benchmark's data range and
-# torch.utils.data's iterator (:func:`_is_data`). Every test of a name is linear in its length:
-# a trace may hold names of megabytes.
-_COLLECTIVE = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):")
-_COMM = re.compile(r"^(gloo|nccl|mpi|ucc|xccl|hccl|rccl):|^c10d::|^record_param_comms$")
-#: A step number int() reads at once (longer runs of digits are no step of a profiler).
-_STEP = re.compile(r"^ProfilerStep#(\d{1,18})$")
-#: A dispatcher op (``aten::mm``, ``prim::``, a custom ``ns::op``): CPU compute on a CPU trace.
-#: Autograd's nodes (``MmBackward0``, ``autograd::engine::evaluate_function: ...``) and
-#: annotations are not: time in them outside any op is the framework's and Python's (host).
-_DISPATCHER = re.compile(r"^(?!autograd::|c10d::|profiler::)[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_]")
-#: A torch.compile'd graph's call (``## Call CompiledFxGraph <key> ##``): on the CPU, Inductor's
-#: fused C++ kernels run inside it and make no op events of their own, so it is compute too.
-_COMPILED_GRAPH = re.compile(r"^## Call CompiledFxGraph")
-# Device side: HTA's kernel classes (hta/utils/utils.py get_kernel_type, hta/common/types.py),
-# except that a kernel named hip* is not taken for communication (HTA's ^hip rule would count
-# every HIP kernel as a collective).
-_GPU_COMM = re.compile(r"(^nccl.*)|(^hccl)|(.*ncclKernel.*)|(^rccl)")
-_GPU_MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
-_GPU_NOT_COMPUTE = re.compile(
-    r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|"
-    r"(cuda.*LaunchKernel)|(^runFunction)|(^job_exe)|(^packet)|(^pe_exe)|"
-    r"(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
-_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-_CPU_CATS = frozenset({"cpu_op", "user_annotation"})
-_READ_CATS = _DEVICE_CATS | _CPU_CATS
-
-Warn = Callable[[str], None]
-
-
-def _empty() -> np.ndarray:
-    return np.empty((2, 0))
-
-
-@dataclass
-class _Step:
-    """One step of a rank, broken down where its trace is read (the step threads' events and
-    the rank's intervals never leave that worker)."""
-
-    #: The parts, ms; ``comm_exposed`` includes the waiting, which needs every rank.
-    parts: dict[str, float]
-    #: The step's exposed communication (merged, µs): the parent finds the waiting in it.
-    exposed: np.ndarray
-    #: The longest run of host time: (ms, the event that starts right after it).
-    longest_host: tuple[float, str | None]
-
-
-@dataclass
-class _Trace:
-    """One rank's steps (µs, the trace's clock) and their breakdowns, and its collectives."""
-
-    device: bool = False
-    steps: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: The benchmark's ``aorta.iteration#N`` starts, where the trace has them.
-    iterations: dict[int, float] = field(default_factory=dict)
-    breakdown: dict[int, _Step] = field(default_factory=dict)
-    #: Collective executions, by start: (name, ts, dur).
-    collectives: list[tuple[str, float, float]] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    #: How many of its files could not be read (each said why in a warning).
-    unread: int = 0
-    #: The job's size as its traces' ``distributedInfo`` states it, where they do.
-    world_size: int | None = None
-
-    def rescale(self, rate: float) -> None:
-        """Every time divided by ``rate`` (the trace's µs per wall-clock µs), about the first
-        step's start: a trace whose clock ran ``rate`` times too fast, measured back."""
-        origin = min(a for a, _ in self.steps.values())
-
-        def at(t: float) -> float:
-            return origin + (t - origin) / rate
-        self.steps = {n: (at(a), at(b)) for n, (a, b) in self.steps.items()}
-        self.iterations = {n: at(t) for n, t in self.iterations.items()}
-        self.collectives = [(name, at(ts), dur / rate) for name, ts, dur in self.collectives]
-        for step in self.breakdown.values():
-            step.parts = {k: v / rate for k, v in step.parts.items()}
-            step.exposed = origin + (step.exposed - origin) / rate
-            step.longest_host = (step.longest_host[0] / rate, step.longest_host[1])
-
 
 def _pairs(spans: list[tuple[float, float]]) -> np.ndarray:
     if not spans:
-        return _empty()
+        return np.empty((2, 0))
     arr = np.asarray(spans, dtype=float)
     return merge(arr[:, 0], arr[:, 1])
 
 
-def _inside(intervals: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Which of the points ``x`` lie in the merged ``intervals``."""
-    if intervals.shape[1] == 0:
-        return np.zeros(x.shape, dtype=bool)
-    i = np.searchsorted(intervals[0], x, side="right") - 1
-    ok = i >= 0
-    return ok & (x < intervals[1][np.clip(i, 0, None)])
-
-
-#: A worker's peak per byte of a rank's decoded traces, one file at a time, where a file cannot
-#: be read in pieces (decoded whole: its events, the file's pages and the columns, 3.3x a 160 MB
-#: trace of bench_ranks' capture); read in pieces the same file peaks at 0.8x.
-_MEMORY_PER_BYTE = 4
-
-
-def _rank_need(job: tuple[list[Path], Path]) -> int:
-    try:
-        return _MEMORY_PER_BYTE * max((decoded_bytes(p) for p in job[0]), default=0)
-    except OSError:
-        return 0  # the worker's read says why
-
-
-def _read_rank_job(job: tuple[list[Path], Path]) -> tuple[_Trace, list[str]]:
-    """:func:`read_rank` in a worker process: its notes come back with its trace."""
-    notes: list[str] = []
-    return read_rank(job[0], job[1], notes.append), notes
-
-
-def read_ranks(paths: Mapping[int, list[Path]], root: Path, warn: Warn) -> dict[int, _Trace]:
-    """Every rank's :func:`read_rank`, one rank per worker process (as ``aorta parse`` reads
-    files): the parent holds only the ranks' intervals, never a decoded trace. A rank whose
-    worker failed is left out, after a warning."""
-    ranks = sorted(paths)
-    jobs = [(paths[rank], root) for rank in ranks]
-    out = {}
-    for rank, done in zip(ranks, parallel_map(_read_rank_job, jobs, need=_rank_need),
-                          strict=True):
-        if done.error is not None:
-            warn(f"rank {rank}: its traces could not be read ({done.error}); left out")
-            continue
-        out[rank], notes = done.value
-        for line in notes:
-            warn(line)
-    return out
-
-
-def _relative(path: Path, root: Path) -> str:
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-
-
-def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> _Trace:
-    """One rank's intervals from its Kineto traces (no steps: none holds a ProfilerStep). A
-    file whose steps another file of the rank already gave is skipped: two profilers of the
-    same steps would count each collective twice; the same step numbers at other times are
-    another run's, and said."""
-    out = _Trace()
-    files: list[_OneFile] = []
-    given: dict[int, str] = {}  # each step's file
-    for path in paths:
-        try:
-            reader = _Reader()
-            doc = read_trace(path, root, _DECODER, (_SPANS, reader.piece))
-        except (ValueError, FileRefused) as exc:
-            warn(f"{path}: skipped, {exc}")
-            out.unread += 1
-            continue
-        out.world_size = out.world_size or world_size_in_head(path, root)
-        columns = reader.columns(doc.traceEvents)
-        del doc
-        if columns.far:
-            warn(off_the_clock(path, columns.far))
-        steps, shown = _steps(columns), _relative(path, root)
-        known = sorted(set(steps) & set(out.steps))
-        if known and not any(_meet(steps[n], out.steps[n]) for n in known):
-            warn(f"{path}: skipped, another run's: its ProfilerStep#{known[0]}"
-                 f"{'' if len(known) == 1 else f'-#{known[-1]}'} lie at other times than in "
-                 f"{given[known[0]]}; diagnose each run's traces in a folder of their own")
-            continue
-        if len(known) == len(steps):  # no steps, or only steps already read
-            continue
-        found = _read_one(columns, steps)
-        files.append(found)
-        given.update(dict.fromkeys(found.steps, shown))
-        out.steps.update(found.steps)
-        out.iterations.update(found.iterations)
-        out.device = out.device or found.device
-        out.collectives += found.collectives
-        out.sources.append(shown)
-    if not out.steps:
-        return out
-    intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
-                 for part in _INTERVALS}
-    out.collectives.sort(key=_START)
-    starts = np.concatenate([f.starts for f in files])
-    order = np.argsort(starts, kind="stable")
-    starts = starts[order]
-    names = [name for f in files for name in f.names]
-    names = [names[i] for i in order.tolist()]
-    for step, (a, b) in out.steps.items():
-        points, lengths, labels = _segments(intervals, a, b)
-        out.breakdown[step] = _Step(
-            {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS},
-            _runs(points, labels["comm_exposed"]), _longest(points, labels["host"], starts, names))
-    return out
-
-
-class _Span(msgspec.Struct, gc=False):
-    """What the diagnosis reads of a trace event; a missing time is NaN, which every test of a
-    span fails, and a missing name or category is empty."""
-
-    ph: str = ""
-    name: str = ""
-    cat: str = ""
-    ts: float = math.nan
-    dur: float = math.nan
-    pid: int | str = ""
-    tid: int | str = ""
-
-
-class _Doc(msgspec.Struct, gc=False):
-    traceEvents: list[_Span]
-
-
-_DECODER = msgspec.json.Decoder(_Doc)
-_SPANS = msgspec.json.Decoder(list[_Span])
-
-
-_TS, _DUR = attrgetter("ts"), attrgetter("dur")
-_START = itemgetter(1)  # of a collective's (name, ts, dur)
-_KEY = attrgetter("name", "cat", "pid", "tid")
-#: One piece's events as columns: start, end, and the code of (name, category, pid, tid); and
-#: how many of them lie off every clock.
-_Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, int]
-
-
-class _Codes(dict[Any, int]):
-    """Gives each key the next code the first time it is seen."""
-
-    def __missing__(self, key: Any) -> int:
-        self[key] = code = len(self)
-        return code
-
-
-class _Reader:
-    """The events of a trace that the diagnosis reads (complete, of its categories), made
-    into columns one piece of the trace at a time (:func:`read_trace`'s ``pieces``): a piece's
-    events are read while they are in the cache and freed before the next is decoded, so a
-    file's events are never all held as objects (the same work on all of a 145 MB trace's
-    events at once took 0.74 s, 0.46 s in 2 MiB pieces). An event's name,
-    category and thread are one code per distinct (name, category, pid, tid): what a name is,
-    is decided once per code, not per event."""
-
-    def __init__(self) -> None:
-        self._keys = _Codes()
-
-    def piece(self, events: list[_Span]) -> list[_Chunk]:
-        """A time or duration beyond :data:`TIME_LIMIT_US` (``1e308``) makes the event's start
-        NaN, which fails every test of a span, as a missing time does; it is counted."""
-        xs = [e for e in events if e.ph == "X" and e.cat in _READ_CATS]
-        n = len(xs)
-        ts, dur = (np.fromiter(map(get, xs), float, n) for get in (_TS, _DUR))
-        far = (np.abs(ts) > TIME_LIMIT_US) | (np.abs(dur) > TIME_LIMIT_US)  # NaN is not far
-        ts[far] = np.nan
-        return [(ts, ts + dur, np.fromiter(map(self._keys.__getitem__, map(_KEY, xs)), np.intp,
-                                           n), int(far.sum()))]
-
-    def columns(self, chunks: list[_Chunk]) -> _Columns:
-        return _Columns(chunks, list(self._keys))
-
-
-@dataclass
-class _OneFile:
-    """One file's spans as ``[2, k]`` arrays (start, end; not merged)."""
-
-    device: bool
-    steps: dict[int, tuple[float, float]]
-    iterations: dict[int, float]
-    compute: np.ndarray
-    comm: np.ndarray
-    other: np.ndarray
-    data: np.ndarray
-    collectives: list[tuple[str, float, float]]
-    #: The starts of the CPU events on the step threads, and their names.
-    starts: np.ndarray
-    names: list[str]
-
-
-# What a name is, decided once per (name, category): names repeat thousands of times.
-_OTHER, _STEP_RANGE, _COMM_RANGE, _COLLECTIVE_RANGE, _DATA_RANGE, _OP = range(6)
-_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER = range(6, 9)
-_ITERATION_RANGE = 9
-
-
-def _is_data(name: str) -> bool:
-    """A data-loading range: the benchmark's ``aorta.data``, or torch.utils.data's iterator
-    (``enumerate(DataLoader)#...``, ``..._DataLoaderIter.__next__``). Two ``str.find``: the
-    regex ``DataLoader.*__next__`` searched a name again from each ``DataLoader`` in it, 28 s
-    for one name of 640 KB."""
-    if name == "aorta.data" or name.startswith("enumerate(DataLoader)"):
-        return True
-    at = name.find("DataLoader")
-    return at >= 0 and name.find("__next__", at + len("DataLoader")) >= 0
-
-
-def _kind(name: str, cat: str) -> int:
-    if cat in _DEVICE_CATS:
-        if _GPU_COMM.match(name):
-            return _KERNEL_COMM
-        if _GPU_MEMORY.match(name) or _GPU_NOT_COMPUTE.match(name):
-            return _KERNEL_OTHER
-        return _KERNEL_COMPUTE
-    if cat not in _CPU_CATS:
-        return _OTHER
-    if _STEP.match(name):
-        return _STEP_RANGE
-    if _COMM.match(name):
-        return _COLLECTIVE_RANGE if _COLLECTIVE.match(name) else _COMM_RANGE
-    if _is_data(name):
-        return _DATA_RANGE
-    if name.startswith(ITERATION_MARKER):
-        return _ITERATION_RANGE
-    if _COMPILED_GRAPH.match(name) or (cat == "cpu_op" and _DISPATCHER.match(name)):
-        return _OP
-    return _OTHER
-
-
-class _Columns:
-    """A file's events that the diagnosis reads, as columns (:class:`_Reader`'s chunks and the
-    (name, category, pid, tid) of each code): per-event work is numpy's."""
-
-    def __init__(self, chunks: list[_Chunk], keys: list[tuple[Any, ...]]) -> None:
-        ts, end, key, far = zip(*chunks, strict=True)
-        self.ts, self.end, self.key = (np.concatenate(c) for c in (ts, end, key))
-        self.far = sum(far)  # events left out, their time off every clock
-        shared: dict[str, str] = {}
-        self.key_names = [shared.setdefault(name, name) for name, _, _, _ in keys]
-        kinds = {(name, cat): _kind(name, cat) for name, cat, _, _ in keys}
-        threads = _Codes()
-        per_key = np.array([(kinds[name, cat], cat in _CPU_CATS, name.startswith("c10d::"),
-                             threads[pid, tid]) for name, cat, pid, tid in keys],
-                           np.intp).reshape(-1, 4)
-        # each column gathered alone: a view of one (events x 4) gather would keep all of it
-        self.kind, self.cpu, self.c10d, self.thread = (
-            column[self.key] for column in (per_key[:, 0], per_key[:, 1].astype(bool),
-                                            per_key[:, 2].astype(bool), per_key[:, 3]))
-        self.ok = self.end >= self.ts  # NaN (no ts or no dur) and negative durations fail
-
-    def of(self, *kinds: int) -> np.ndarray:
-        """The complete events of these kinds."""
-        return self.ok & np.isin(self.kind, kinds)
-
-    def spans(self, mask: np.ndarray) -> np.ndarray:
-        return np.vstack((self.ts[mask], self.end[mask]))
-
-    def names(self, mask: np.ndarray) -> list[str]:
-        """The names of the masked events (one shared object per distinct name: a rank's result
-        crosses from its worker pickled once per name, not once per event)."""
-        return list(map(self.key_names.__getitem__, self.key[mask].tolist()))
-
-    def timed(self, mask: np.ndarray) -> list[tuple[str, float, float]]:
-        """(name, ts, dur) of the masked events."""
-        return list(zip(self.names(mask), self.ts[mask].tolist(),
-                        (self.end - self.ts)[mask].tolist(), strict=True))
-
-
-def _steps(col: _Columns) -> dict[int, tuple[float, float]]:
-    """A file's ``ProfilerStep#N`` ranges by N."""
-    step = col.of(_STEP_RANGE)
-    return {int(name.rpartition("#")[2]): (a, b) for name, a, b in zip(
-        col.names(step), col.ts[step].tolist(), col.end[step].tolist(), strict=True)}
-
-
-def _meet(x: tuple[float, float], y: tuple[float, float]) -> bool:
-    return x[0] < y[1] and y[0] < x[1]
-
-
-def _read_one(col: _Columns, steps: dict[int, tuple[float, float]]) -> _OneFile:
-    step = col.of(_STEP_RANGE)
-    on_steps = col.ok & col.cpu & ~step & np.isin(col.thread, col.thread[step])
-    marked = col.of(_ITERATION_RANGE)
-    iterations = {}
-    for name, start in zip(col.names(marked), col.ts[marked].tolist(), strict=True):
-        with contextlib.suppress(ValueError):  # a name of ours with no number after it
-            iterations[int(name[len(ITERATION_MARKER):])] = start
-    data = col.spans(col.of(_DATA_RANGE))
-    starts, names = col.ts[on_steps], col.names(on_steps)
-    kernels = col.of(_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER)
-    if kernels.any():
-        return _OneFile(True, steps, iterations, col.spans(col.of(_KERNEL_COMPUTE)),
-                        col.spans(col.of(_KERNEL_COMM)), col.spans(col.of(_KERNEL_OTHER)), data,
-                        col.timed(col.of(_KERNEL_COMM)), starts, names)
-    # an op inside a collective (gloo's copies) or the data step of its thread is not compute
-    comm = col.of(_COMM_RANGE, _COLLECTIVE_RANGE)
-    op = col.of(_OP)
-    mids = (col.ts + col.end) / 2
-    away = _inside(merge(*data), mids)
-    away[op] |= _inside_own_thread(col, comm, op, mids)
-    # without execution ranges (older torch) a collective is its c10d op
-    collectives = col.timed(col.of(_COLLECTIVE_RANGE)) or col.timed(
-        col.of(_COMM_RANGE) & col.c10d)
-    return _OneFile(False, steps, iterations, col.spans(op & ~away), col.spans(comm),
-                    np.empty((2, 0)), data, collectives, starts, names)
-
-
-def _inside_own_thread(col: _Columns, spans: np.ndarray, points: np.ndarray, x: np.ndarray
-                       ) -> np.ndarray:
-    """Which ``points`` (a mask of the events) have their ``x`` inside one of the ``spans`` (a
-    mask) of their own thread: every thread at once (a pass over the events per thread took
-    47 s for 100,000 threads). Each time becomes its rank among all of them, and each thread's
-    ranks a block of their own (thread x count + rank), so one sort of the spans' starts and a
-    running maximum of their ends answer every point exactly: it is inside where the furthest
-    end of its thread's spans that start at or before it lies after it."""
-    count = int(spans.sum())
-    if not count:
-        return np.zeros(int(points.sum()), dtype=bool)
-    _, rank = np.unique(np.concatenate((col.ts[spans], col.end[spans], x[points])),
-                        return_inverse=True)
-    block = np.int64(rank.size + 1)
-    own = col.thread[spans].astype(np.int64) * block
-    starts, ends = own + rank[:count], own + rank[count:2 * count]
-    order = np.argsort(starts, kind="stable")
-    starts, reach = starts[order], np.maximum.accumulate(ends[order])
-    at = col.thread[points].astype(np.int64) * block + rank[2 * count:]
-    i = np.searchsorted(starts, at, side="right") - 1
-    return (i >= 0) & (reach[np.clip(i, 0, None)] > at)
-
-
-# --- the breakdown ---------------------------------------------------------------------------
-
-def _clip(intervals: np.ndarray, a: float, b: float) -> np.ndarray:
-    if intervals.shape[1] == 0:
-        return intervals
-    lo = np.searchsorted(intervals[1], a, side="right")
-    hi = np.searchsorted(intervals[0], b, side="left")
-    part = intervals[:, lo:hi].copy()
-    if part.shape[1]:
-        part[0, 0] = max(part[0, 0], a)
-        part[1, -1] = min(part[1, -1], b)
-    return part
-
-
-#: A rank's intervals, by what runs in them.
-_INTERVALS = ("compute", "comm", "other", "data")
-
-
-def _segments(intervals: Mapping[str, np.ndarray], a: float, b: float
-              ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """``[a, b)`` cut where any interval starts or ends: the cut points, the segments' lengths
-    and each part's segments (one label each, first match wins)."""
-    sets = {k: _clip(intervals[k], a, b) for k in _INTERVALS}
-    points = np.unique(np.concatenate([[a, b], *(s.ravel() for s in sets.values())]))
-    lengths = np.diff(points)
-    mids = (points[:-1] + points[1:]) / 2
-    p, m, o, d = (_inside(sets[k], mids) for k in _INTERVALS)
-    labels = {"comm_hidden": m & p, "compute": p & ~m, "comm_exposed": m & ~p,
-              "other": o & ~m & ~p}
-    labels["data"] = d & ~m & ~p & ~o
-    labels["host"] = ~(m | p | o | d)
-    return points, lengths, labels
-
-
-def _runs(points: np.ndarray, segments: np.ndarray) -> np.ndarray:
-    """The runs of consecutive ``segments`` (between ``points``) as merged intervals."""
-    edges = np.flatnonzero(np.diff(np.r_[0, segments.astype(np.int8), 0])).reshape(-1, 2)
-    return np.vstack((points[edges[:, 0]], points[edges[:, 1]]))
-
-
-def _longest(points: np.ndarray, host: np.ndarray, starts: np.ndarray, names: list[str]
-             ) -> tuple[float, str | None]:
-    """The longest run of consecutive host segments, and the first event starting at its end."""
-    runs = _runs(points, host)
-    if not runs.shape[1]:
-        return 0.0, None
-    lengths = runs[1] - runs[0]
-    best = int(np.argmax(lengths))
-    end = runs[1, best]
-    i = int(np.searchsorted(starts, end - 1.0))  # an event starting within 1 µs
-    name = names[i] if i < len(names) and starts[i] <= end + 1000 else None
-    return float(lengths[best]) / 1e3, name
-
+# --- waiting for other ranks -----------------------------------------------------------------
 
 def _overlap(x: np.ndarray, y: np.ndarray) -> float:
     """The length of the intersection of two sets of merged intervals."""
@@ -546,35 +85,24 @@ def _overlap(x: np.ndarray, y: np.ndarray) -> float:
         return 0.0
     points = np.unique(np.concatenate((x.ravel(), y.ravel())))
     mids = (points[:-1] + points[1:]) / 2
-    return float(np.diff(points)[_inside(x, mids) & _inside(y, mids)].sum())
+    return float(np.diff(points)[inside(x, mids) & inside(y, mids)].sum())
 
 
-def _waits(traces: Mapping[int, _Trace], step: int
+def _waits(traces: Mapping[int, RankTrace], step: int
            ) -> tuple[dict[int, np.ndarray], dict[int, dict[str, float]]]:
     """Per rank, the intervals of step ``step`` spent waiting in collectives for a later rank,
-    and the µs waited per collective name. The k-th collective of a name in the step is the
-    same collective on every rank."""
-    keyed: dict[int, dict[tuple[str, int], tuple[float, float]]] = {}
-    for rank, trace in traces.items():
-        a, b = trace.steps[step]
-        counts: dict[str, int] = defaultdict(int)
-        mine = {}
-        ordered = trace.collectives  # by start: the step's are one slice, found in log time
-        for name, ts, dur in ordered[bisect.bisect_left(ordered, a, key=_START):
-                                     bisect.bisect_left(ordered, b, key=_START)]:
-            mine[(name, counts[name])] = (ts, dur)
-            counts[name] += 1
-        keyed[rank] = mine
-    common = set.intersection(*(set(k) for k in keyed.values())) if keyed else set()
+    and the µs waited per collective name: each rank's copy of a collective
+    (:func:`~aorta_core.reports.collectives.matched`) lasts longer than the shortest by the
+    time it waited."""
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
     by_name: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for key in common:
-        shortest = min(keyed[r][key][1] for r in keyed)
-        for rank, mine in keyed.items():
-            ts, dur = mine[key]
+    for collective in matched(traces, [step]):
+        shortest = min(end - start for start, end in collective.spans.values())
+        for rank, (start, end) in collective.spans.items():
+            dur = end - start
             if dur > shortest:
-                spans[rank].append((ts, ts + dur - shortest))
-                by_name[rank][key[0]] += dur - shortest
+                spans[rank].append((start, start + dur - shortest))
+                by_name[rank][collective.name] += dur - shortest
     return ({r: _pairs(spans.get(r, [])) for r in traces},
             {r: dict(v) for r, v in by_name.items()})
 
@@ -587,7 +115,7 @@ def _round(value: float) -> float:
     return round(value, 3)
 
 
-def analyse(traces: Mapping[int, _Trace], min_excess_ms: float = MIN_EXCESS_MS,
+def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_MS,
             min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False,
             left_out: list[int] | None = None) -> dict[str, Any]:
     """The diagnosis of ranks' traces: per rank and step, stragglers, findings. The steps are
@@ -766,7 +294,7 @@ def _injected(telemetry: Mapping[int, list[RankRecord]], steps: list[int]
     return out
 
 
-def _correct_clocks(traces: Mapping[int, _Trace], telemetry: Mapping[int, list[RankRecord]],
+def _correct_clocks(traces: Mapping[int, RankTrace], telemetry: Mapping[int, list[RankRecord]],
                     warn: Warn) -> dict[str, dict[str, Any]]:
     """Each rank's Kineto clock held against the benchmark's wall clock by the rate of its
     ``aorta.iteration#N`` starts (:func:`~aorta_core.reports.clock_check.clock_rate`, as the
@@ -802,7 +330,7 @@ def _failed(trial: Path, record: Mapping[str, Any] | None) -> str | None:
 
 
 def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
-                         inputs: Mapping[int, RankInputs], read: Mapping[int, _Trace]) -> str:
+                         inputs: Mapping[int, RankInputs], read: Mapping[int, RankTrace]) -> str:
     """Why a trial gives no diagnosis, in one line with the fix: no trace (deleted by its
     retention, or never profiled), none readable, or none with ``ProfilerStep#N``."""
     files = [t.source.path for found in inputs.values() for t in found.traces]
@@ -827,7 +355,7 @@ def _nothing_to_diagnose(trial: Path, record: Mapping[str, Any] | None,
     if unread == len(files):
         return (f"{trial}: none of its {len(files)} Kineto trace(s) could be read (the lines "
                 f"above say why){kept}; profile the run again")
-    return (f"{trial}: its {len(files)} Kineto trace(s) ({_relative(files[0], trial)}"
+    return (f"{trial}: its {len(files)} Kineto trace(s) ({relative(files[0], trial)}"
             f"{', ...' if len(files) > 1 else ''}) hold no ProfilerStep#N ranges to diagnose"
             f"{kept}; profile with a schedule (torch.profiler.profile(schedule=torch.profiler."
             "schedule(...))) and call prof.step() once per training step, as "

@@ -199,7 +199,7 @@ def test_spans_of_every_thread_at_once_answer_as_each_thread_alone() -> None:
     touching and empty spans, ties, missing times (NaN)."""
     import numpy as np
 
-    from aorta_core.reports.diagnose import _inside_own_thread
+    from aorta_core.reports.trace_columns import _inside_own_thread
 
     rng = np.random.default_rng(40)
     for _ in range(2000):
