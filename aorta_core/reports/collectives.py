@@ -4,7 +4,8 @@ The k-th collective of a name (``gloo:all_reduce``, an NCCL kernel's name) in ``
 is the same collective on every rank that ran it: ranks issue their collectives in one order, and
 the step bounds each rank's count. Everything that compares ranks through their collectives
 starts here, so that each analysis states the rule once: the waiting for other ranks
-(:mod:`~aorta_core.reports.diagnose`) is one.
+(:mod:`~aorta_core.reports.diagnose`) and the ranks' clocks
+(:mod:`~aorta_core.reports.rank_alignment`).
 """
 
 from __future__ import annotations

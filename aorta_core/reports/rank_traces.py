@@ -52,6 +52,10 @@ class RankTrace:
     unread: int = 0
     #: The job's size as its traces' ``distributedInfo`` states it, where they do.
     world_size: int | None = None
+    #: Unix time less the trace's clock, ns: ``baseTimeNanoseconds`` of the first file it takes
+    #: steps from (0 where the trace writes Unix time itself). The diagnosis compares durations
+    #: and needs it not; the ranks' clocks (:mod:`~aorta_core.reports.rank_alignment`) do.
+    base_ns: int = 0
 
     def rescale(self, rate: float) -> None:
         """Every time divided by ``rate`` (the trace's µs per wall-clock µs), about the first
@@ -132,6 +136,9 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> RankTrace:
             out.unread += 1
             continue
         out.world_size = out.world_size or world_size_in_head(path, root)
+        if not out.sources:
+            base = doc.baseTimeNanoseconds
+            out.base_ns = base if type(base) is int else 0
         columns = reader.columns(doc.traceEvents)
         del doc
         if columns.far:

@@ -68,6 +68,9 @@ class Span(msgspec.Struct, gc=False):
 
 class _Doc(msgspec.Struct, gc=False):
     traceEvents: list[Span]
+    #: Kineto's: ``ts`` µs + this is Unix time (the timeline reads it so too). Any value: one
+    #: that is no integer costs the ranks' clocks their base, never the diagnosis its file.
+    baseTimeNanoseconds: Any = None
 
 
 #: A whole trace, and a piece of its events (:func:`~aorta_core.api.decode_pieces`).
