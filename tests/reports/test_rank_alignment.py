@@ -1,0 +1,193 @@
+"""The ranks' clocks (reports/rank_alignment.py) against ground truth, on real traces.
+
+gloo ranks of the benchmark on one host stamp their Kineto traces with one clock, so every rank's
+true offset and drift against rank 0 are 0. The same traces with one rank's times moved by a known
+offset and drift, as if it ran on another host, must be placed back within the bound the
+alignment states, at every collective it used. The benchmark runs FSDP (10 collectives a step),
+profiling steps 2-11; torchrun runs once per rank count.
+
+Measured on a 2-core VM shared with another job (torch 2.13, CPU): bounds of 333-349 us (2 ranks)
+and 1.4-2.4 ms (4 ranks), offsets of untouched traces 16-727 us; moved by 0.1-100 ms and 50-100
+ppm, rank 1 of 2 was placed back within 3-50 us of where it was at `about` (24-101 us at worst
+over its collectives). gloo's ranges are long there (a collective's median range 3 ms, its
+shortest 0.2 ms), and no bound can be narrower than they allow: the 200 us that the issue asks
+of gloo ranks is not reached on such a host. Over the 1.2 s of collectives a drift of 100 ppm
+moves a rank less than its ranges are wide, so the drift found is 0 and the bound allows for
+the limit (200 ppm).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from needs import NO_GPU
+
+from aorta_core.reports.collectives import matched
+from aorta_core.reports.rank_alignment import DRIFT_LIMIT_PPM, RankClock, align_ranks
+from aorta_core.reports.rank_traces import RankTrace, read_ranks
+
+TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
+BENCH = ["device=cpu", "parallel=fsdp", "training.max_steps=12", "data.batch_size=2",
+         "data.sequence_length=4", "profiling.enabled=true", "profiling.wait=0",
+         "profiling.warmup=2", "profiling.active=10", "telemetry.matmul_reference=false"]
+#: What no bound of these tests may exceed (the widest measured was 2.4 ms, 4 ranks on 2 cores).
+CEILING_US = 10_000.0
+
+
+def _bench(trial: Path, nproc: int) -> Path:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AORTA_")}
+    proc = subprocess.run([TORCHRUN, "--standalone", f"--nproc_per_node={nproc}", "-m",
+                           "aorta_core.benchmark", *BENCH, f"output_dir={trial / 'benchmark'}"],
+                          env={**env, **NO_GPU, "OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trial
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory) -> Path:
+    return _bench(tmp_path_factory.mktemp("two"), 2)
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory) -> Path:
+    return _bench(tmp_path_factory.mktemp("four"), 4)
+
+
+def _file(trial: Path, rank: int) -> Path:
+    (path,) = (trial / "benchmark" / "torch_profiler" / f"rank{rank}").glob("*.json")
+    return path
+
+
+def _read(trial: Path) -> dict[int, RankTrace]:
+    ranks = sorted(int(p.name[4:]) for p in (trial / "benchmark" / "torch_profiler").iterdir())
+    notes: list[str] = []
+    traces = read_ranks({r: [_file(trial, r)] for r in ranks}, trial, notes.append)
+    assert notes == [] and sorted(traces) == ranks
+    return traces
+
+
+def _rewrite(trial: Path, rank: int, to: Path, event: Callable[[dict], dict | None]) -> Path:
+    """A copy of the trial whose ``rank`` has each trace event replaced by ``event(it)`` (left
+    out where that is ``None``)."""
+    shutil.copytree(trial, to)
+    path = _file(to, rank)
+    doc = json.loads(path.read_text())
+    doc["traceEvents"] = [e for e in map(event, doc["traceEvents"]) if e is not None]
+    path.write_text(json.dumps(doc))
+    return to
+
+
+def _shared_ends(traces: dict[int, RankTrace], rank: int) -> list[float]:
+    """Unix µs at which ``rank``'s collectives shared with rank 0 end, on its own clock."""
+    pair = {0: traces[0], rank: traces[rank]}
+    steps = sorted(set(traces[0].steps) & set(traces[rank].steps))
+    return [traces[rank].base_ns / 1e3 + c.spans[rank][1] for c in matched(pair, steps)]
+
+
+@pytest.mark.parametrize("ranks", ["two_ranks", "four_ranks"])
+def test_ranks_of_one_host_are_found_on_one_clock(request, ranks):
+    traces = _read(request.getfixturevalue(ranks))
+    clocks = align_ranks(traces)
+    assert clocks[0] == RankClock(0.0, 0.0, 0.0, 0, "reference rank", traces[0].base_ns / 1e3)
+    for rank in sorted(traces)[1:]:
+        clock = clocks[rank]
+        assert isinstance(clock, RankClock), clock
+        assert clock.collectives >= 90 and clock.method.startswith("collectives: ")
+        assert 0 < clock.bound_us <= CEILING_US, clock
+        assert abs(clock.offset_us) <= clock.bound_us, clock
+        ends = _shared_ends(traces, rank)
+        assert max(abs(clock.place(t) - t) for t in ends) <= clock.bound_us, clock
+
+
+def _clock(offset_us: float, drift_ppm: float, about_us: float) -> Callable[[float], float]:
+    """Another host's clock: ``offset_us`` ahead at Unix µs ``about_us``, ``drift_ppm`` fast."""
+    return lambda t: about_us + offset_us + (t - about_us) * (1 + drift_ppm * 1e-6)
+
+
+def _move(clock: Callable[[float], float], drift_ppm: float, base_us: float
+          ) -> Callable[[dict], dict]:
+    """What that ``clock`` makes of a trace event (its durations ``drift_ppm`` longer too);
+    ``ts`` counts from ``base_us``."""
+    def move(event: dict) -> dict:
+        if "ts" in event:
+            event["ts"] = clock(base_us + event["ts"]) - base_us
+        if "dur" in event:
+            event["dur"] *= 1 + drift_ppm * 1e-6
+        return event
+    return move
+
+
+@pytest.mark.parametrize(("ranks", "rank", "offset_us", "drift_ppm"), [
+    ("two_ranks", 1, 100.0, 50.0),
+    ("two_ranks", 1, 10_000.0, -50.0),
+    ("two_ranks", 1, 100_000.0, 100.0),
+    ("four_ranks", 2, 100_000.0, -100.0),
+])
+def test_a_rank_moved_as_if_from_another_host_is_placed_back_within_its_bound(
+        request, tmp_path, ranks, rank, offset_us, drift_ppm):
+    trial = request.getfixturevalue(ranks)
+    before = _read(trial)
+    ends = _shared_ends(before, rank)
+    about, rate = ends[0], 1 + drift_ppm * 1e-6
+    moved = _clock(offset_us, drift_ppm, about)
+    clock = align_ranks(_read(_rewrite(trial, rank, tmp_path / "moved", _move(
+        moved, drift_ppm, before[rank].base_ns / 1e3))))[rank]
+    assert isinstance(clock, RankClock), clock
+    assert clock.bound_us <= CEILING_US, clock
+
+    def back(t: float) -> float:  # the truth: one host, one clock
+        return about + (t - about - offset_us) / rate
+    assert max(abs(clock.place(moved(t)) - t) for t in ends) <= clock.bound_us, clock
+    true_offset = back(clock.about_us) - clock.about_us
+    assert abs(clock.offset_us - true_offset) <= clock.bound_us, (clock, true_offset)
+    true_drift, span_us = (1 / rate - 1) * 1e6, moved(ends[-1]) - moved(ends[0])
+    assert abs(clock.drift_ppm - true_drift) <= 2e6 * clock.bound_us / span_us, clock
+
+
+def _without_collectives(event: dict) -> dict | None:
+    name = event.get("name", "")
+    return None if name.startswith(("gloo:", "c10d::")) else event
+
+
+def test_a_rank_that_shares_no_collective_stays_on_its_own_clock(four_ranks, tmp_path):
+    clocks = align_ranks(_read(_rewrite(four_ranks, 2, tmp_path / "t", _without_collectives)))
+    assert clocks[2] == ("rank 2 shares no collective with rank 0 in the steps both profiled; "
+                         "left on its own clock")
+    assert isinstance(clocks[1], RankClock) and isinstance(clocks[3], RankClock)
+
+
+def test_one_shared_collective_gives_an_offset_only(two_ranks, tmp_path):
+    first = min((e["ts"], e["name"]) for e in json.loads(_file(two_ranks, 1).read_text())[
+        "traceEvents"] if e.get("name", "").startswith("gloo:"))
+
+    def keep_first(event: dict) -> dict | None:
+        return event if (event.get("ts"), event.get("name")) == first else \
+            _without_collectives(event)
+    traces = _read(_rewrite(two_ranks, 1, tmp_path / "t", keep_first))
+    clock = align_ranks(traces)[1]
+    assert isinstance(clock, RankClock), clock
+    assert (clock.collectives, clock.drift_ppm) == (1, 0.0)
+    assert clock.method.endswith("offset only (a drift needs two)")
+    (end,) = _shared_ends(traces, 1)
+    assert abs(clock.offset_us) <= clock.bound_us and clock.about_us == end
+
+
+def test_a_clock_that_drifts_past_the_limit_is_left_on_its_own(two_ranks, tmp_path):
+    """2 % fast: over the run's second of collectives no mapping within the limit makes their
+    ranges overlap, and none is forced on the rank."""
+    traces, drift_ppm = _read(two_ranks), 100 * DRIFT_LIMIT_PPM
+    move = _move(_clock(0.0, drift_ppm, _shared_ends(traces, 1)[0]), drift_ppm,
+                 traces[1].base_ns / 1e3)
+    clock = align_ranks(_read(_rewrite(two_ranks, 1, tmp_path / "t", move)))[1]
+    assert isinstance(clock, str), clock
+    assert re.fullmatch(r"rank 1: no clock mapping within 200 ppm makes its \d+ shared "
+                        r"collective\(s\) overlap rank 0's; left on its own clock", clock), clock
