@@ -327,7 +327,7 @@ def cmd_timeline(ns: argparse.Namespace) -> int:
     for trial in trials:
         try:
             done = build_timeline(trial, Path(ns.output) if ns.output else None, selection,
-                                  hook_timeout_s=ns.hook_timeout)
+                                  hook_timeout_s=ns.hook_timeout, align=ns.align)
         except OSError as exc:
             from aorta_core.api.files import disk_full
 
@@ -444,6 +444,10 @@ def _add_timeline_parser(sub) -> None:
                    help="ProfilerStep#N / benchmark steps to keep, e.g. 3-5")
     t.add_argument("--window", type=parse_window, metavar="START:END",
                    help="ms after the timeline's origin (the trial's start), e.g. 1200:1350")
+    t.add_argument("--align", choices=("collectives", "host", "none"), default="collectives",
+                   help="collectives: every rank on the lowest rank's clock, from the "
+                        "collectives they share (default); host: each rank on its host's clock; "
+                        "none: every source at the times it wrote")
     _add_hook_timeout(t)
     t.set_defaults(func=cmd_timeline)
 

@@ -9,7 +9,9 @@ the common clock each rank's range of it overlaps the reference rank's range of 
 lands on the reference's at ``t + offset + drift (t - about)``. The ranges allow a set of
 (offset, drift), the drift held within :data:`DRIFT_LIMIT_PPM`; the drift taken is the middle of
 the drifts they allow, the offset the middle of the offsets they allow at that drift (as the
-timeline's clock check takes the middle of its interval). The bound is how far the farthest of
+timeline's clock check takes the middle of its interval); where the clocks as they are already
+make every pair overlap (ranks of one host, hosts whose clocks agree that well), they are kept:
+moving them would be a guess the collectives do not call for. The bound is how far the farthest of
 the allowed mappings lies from the one taken, anywhere in the span of the collectives used: the
 true mapping is one of them. It is as narrow as the shortest ranges are: on GPUs, where a
 collective kernel of the last rank to arrive is short, tens of µs; on a loaded CPU host's gloo
@@ -114,16 +116,24 @@ def _fit(shared: list[Collective], pair: Mapping[int, RankTrace], reference: int
         return (f"rank {rank}: no clock mapping within {DRIFT_LIMIT_PPM:g} ppm makes its "
                 f"{len(shared)} shared collective(s) overlap rank {reference}'s; left on its "
                 "own clock")
-    drift_ppm = (lowest - least([0, -1])) / 2
-    offset = (np.max(ref_start - end - 1e-6 * drift_ppm * end)
-              + np.min(ref_end - start - 1e-6 * drift_ppm * start)) / 2
+    if np.all(room >= 0):  # the clocks as they are make every pair overlap: keep them
+        drift_ppm, offset = 0.0, 0.0
+    else:
+        drift_ppm = (lowest - least([0, -1])) / 2
+        offset = (np.max(ref_start - end - 1e-6 * drift_ppm * end)
+                  + np.min(ref_end - start - 1e-6 * drift_ppm * start)) / 2
     bound = 0.0
     for t in (start.min(), end.max()):  # a linear error is largest at an end of the span
         at = offset + 1e-6 * drift_ppm * t
         bound = max(bound, at - least([1, 1e-6 * t]), -least([-1, -1e-6 * t]) - at)
-    how = (f"collectives: the middle of the drifts (within {DRIFT_LIMIT_PPM:g} ppm), then of the "
-           f"offsets, that the ranges of {len(shared)} shared collectives allow" if limit else
-           "collectives: the middle of the offsets that the ranges of 1 shared collective allow;"
-           " offset only (a drift needs two)")
+    if offset == drift_ppm == 0.0:
+        how = (f"collectives: the clocks as they are make the ranges of {len(shared)} shared "
+               "collective(s) overlap; kept")
+    elif limit:
+        how = (f"collectives: the middle of the drifts (within {DRIFT_LIMIT_PPM:g} ppm), then of "
+               f"the offsets, that the ranges of {len(shared)} shared collectives allow")
+    else:
+        how = ("collectives: the middle of the offsets that the ranges of 1 shared collective "
+               "allow; offset only (a drift needs two)")
     return RankClock(float(offset), float(drift_ppm), float(bound), len(shared), how,
                      pair[rank].base_ns / 1e3 + about)

@@ -41,6 +41,8 @@ from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.clock_check import ClockCheck, check_clock
+from aorta_core.reports.rank_alignment import RankClock
+from aorta_core.reports.timeline_clocks import Placement, place_ranks
 from aorta_core.reports.timeline_inputs import (
     BENCHMARK_POSITION,
     RankInputs,
@@ -219,10 +221,26 @@ class _Merge:
     sources: list[dict[str, Any]] = field(default_factory=list)
     clock_checks: list[dict[str, Any]] = field(default_factory=list)
     forwarded: list[Any] = field(default_factory=list)
+    placement: Placement = field(default_factory=lambda: Placement("host"))
+    #: The rank being merged: its host clock's mapping onto the reference rank's (``None``:
+    #: its own clock).
+    clock: RankClock | None = None
 
     def us(self, unix_ns: int) -> float:
-        """Output time (µs after the origin) of a Unix time in ns."""
-        return (unix_ns - (self.origin or 0)) / 1000
+        """Output time (µs after the origin) of a Unix time in ns of the rank being merged."""
+        t = (unix_ns - (self.origin or 0)) / 1000
+        if self.clock is None:
+            return t
+        lead = (self.origin or 0) / 1000 - self.clock.about_us  # t's distance from about
+        return t + self.clock.offset_us + self.clock.drift_ppm * 1e-6 * (t + lead)
+
+    def rate(self) -> float:
+        """How much longer a µs of the rank being merged is on the output clock."""
+        return 1.0 if self.clock is None else 1 + self.clock.drift_ppm * 1e-6
+
+    def shift_ns(self, check: ClockCheck | None) -> int:
+        """What a trace's clock check moves it by, as ``--align`` says."""
+        return check.shift_ns if check is not None and self.placement.applies_checks() else 0
 
     def windows(self, iterations: list[RankRecord], steps: list[_KinetoStep]
                 ) -> list[Window] | None:
@@ -249,12 +267,12 @@ class _Merge:
 
     def remap(self, events: list[Event], shift_us: float,
               keep: Callable[[float, float], bool] | None,
-              process: Callable[[Any], Any], thread_label: Callable[[Any, Any], str]
-              ) -> list[Event]:
-        """Shift, select and renumber one input file's events; its ``M`` events are kept for
-        the rank's end, where those of lanes that got events are forwarded. ``process(pid)``
-        is the output process of an input pid. Mutates the events: the decoded file is not
-        used afterwards."""
+              process: Callable[[Any], Any], thread_label: Callable[[Any, Any], str],
+              rate: float = 1.0) -> list[Event]:
+        """Shift (``ts * rate + shift_us``), select and renumber one input file's events; its
+        ``M`` events are kept for the rank's end, where those of lanes that got events are
+        forwarded. ``process(pid)`` is the output process of an input pid. Mutates the events:
+        the decoded file is not used afterwards."""
         lanes, flows = self.lanes, self.lanes.flow_block()
         ids: dict[tuple[Any, Any], tuple[int, int]] = {}
         procs: dict[Any, Any] = {}
@@ -267,7 +285,7 @@ class _Merge:
                 if ev.ph == "M":
                     meta.append(ev)
                 continue
-            t = ts + shift_us
+            t = ts * rate + shift_us
             if keep is not None and not keep(t, t + (ev.dur or 0.0)):
                 continue
             ev.ts = t  # not rounded: already as short as the input's, and rounding costs 20 %
@@ -442,8 +460,9 @@ def _merge_trace(m: _Merge, rank: int, trace: Trace, doc: TraceDoc,
     """One collector's (or the benchmark's Kineto) trace, placed by its declared clock (a
     ``unix`` one as its clock check says)."""
     source = trace.source
+    rate = 1.0
     if source.clock == "unix":
-        shift = m.us((doc.baseTimeNanoseconds or 0) + (check.shift_ns if check else 0))
+        shift, rate = m.us((doc.baseTimeNanoseconds or 0) + m.shift_ns(check)), m.rate()
         placed = {"alignment": "unix" if doc.baseTimeNanoseconds is None
                   else "baseTimeNanoseconds",
                   "error_bound_ms": check.error_bound_ms if check else source.error_bound_ms}
@@ -452,7 +471,7 @@ def _merge_trace(m: _Merge, rank: int, trace: Trace, doc: TraceDoc,
     else:
         shift, placed = _place_relative(m, trace, doc, iterations)
     out = m.remap(doc.traceEvents, shift, keep, _processes(m, rank, trace, doc),
-                  _thread_label(source.thread_name))
+                  _thread_label(source.thread_name), rate)
     m.sources.append({"rank": rank, "kind": trace.kind,
                       "file": str(source.path.relative_to(m.trial)), "events": len(out),
                       **placed})
@@ -510,14 +529,16 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
     unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]
     iterations = read_telemetry(inputs.jsonl, m.warn) if inputs.jsonl else []
     checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
+    by_file = {str(trace.source.path.relative_to(m.trial)): m.shift_ns(checks[id(doc)])
+               for trace, doc in unix}
+    m.clock = m.placement.onto_host(rank, lambda file: by_file.get(file, 0))
     if m.origin is None:
         firsts = [(first, trace.label) for trace, doc in unix
                   if (first := min(_unix_ns(doc), default=None)) is not None]
         if firsts:
             m.origin, label = min(firsts)
             m.origin_from = f"first {label} event of rank {rank}"
-    steps = [s for _, doc in unix
-             for s in _profiler_steps(doc, checks[id(doc)].shift_ns if checks[id(doc)] else 0)]
+    steps = [s for _, doc in unix for s in _profiler_steps(doc, m.shift_ns(checks[id(doc)]))]
     windows = m.windows(iterations, steps)
     if windows == []:
         m.warn(f"rank {rank}: nothing in the selection ({m.selection.to_json()})")
@@ -528,6 +549,7 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
         writer.write(_merge_trace(m, rank, trace, doc, iterations, keep, checks.get(id(doc))))
     writer.write(m.lanes.close_rank(rank, m.forwarded))
     m.forwarded.clear()
+    m.clock = None
 
 
 def _origin(trial: Path, record: Mapping[str, Any] | None, ranks: dict[int, RankInputs],
@@ -562,11 +584,13 @@ class Timeline:
 
 def build_timeline(trial: Path, output: Path | None = None, selection: Selection = Selection(),
                    record: Mapping[str, Any] | None = None, warn: Warn = warning_line,
-                   hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S) -> Timeline | None:
+                   hook_timeout_s: float | None = DEFAULT_HOOK_TIMEOUT_S,
+                   align: str = "collectives") -> Timeline | None:
     """Merge one trial's traces into ``output`` (default ``<trial>/timeline.json``; ``.gz``
     compresses). ``record`` defaults to the trial's ``record.json``; its collectors are asked
-    for their traces (``timeline_sources``, each within ``hook_timeout_s``). ``None`` when the
-    trial holds no source; unreadable inputs are skipped with a warning naming the file."""
+    for their traces (``timeline_sources``, each within ``hook_timeout_s``). ``align``: which
+    clock each rank is placed on (:mod:`.timeline_clocks`). ``None`` when the trial holds no
+    source; unreadable inputs are skipped with a warning naming the file."""
     trial = Path(trial).absolute()
     if record is None:
         try:
@@ -584,7 +608,8 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
              f"(ranks there: {', '.join(map(str, sorted(inputs)))}); nothing written")
         return None
     origin, origin_from = _origin(trial, record, inputs, warn)
-    m = _Merge(trial, selection, record, warn, origin, origin_from)
+    m = _Merge(trial, selection, record, warn, origin, origin_from,
+               placement=place_ranks(align, trial, {r: inputs[r] for r in ranks}, warn))
     path = Path(output) if output is not None else trial / TIMELINE_NAME
     with TraceWriter(path) as writer:
         for rank in ranks:
@@ -598,7 +623,8 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
             "otherData": {"aorta_timeline": 1, "trial": str(trial.resolve()),
                           "origin_unix_ns": m.origin or 0, "origin": m.origin_from or "none",
                           "selection": selection.to_json(), "ranks": ranks,
-                          "sources": m.sources, "clock_checks": m.clock_checks},
+                          "sources": m.sources, "clock_checks": m.clock_checks,
+                          "align": align, "rank_alignment": m.placement.entries},
         })
     return Timeline(path, ranks, dict(events))
 
