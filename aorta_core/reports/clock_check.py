@@ -116,13 +116,33 @@ class ClockCheck:
     shift_ns: int  # added to the trace's times
     error_bound_ms: float | None  # the bound to state for the placed trace
     warning: str | None
+    #: The rate the trace's times are divided by, about Unix time ``about_ns``, before the
+    #: shift; ``None`` where its clock ran at the wall clock's.
+    rate: float | None = None
+    about_ns: int = 0
+
+    def on_wall_clock(self, unix_ns: float) -> float:
+        """A time of the trace, Unix ns as written, where the check puts it."""
+        if self.rate is not None:
+            unix_ns = self.about_ns + (unix_ns - self.about_ns) / self.rate
+        return unix_ns + self.shift_ns
 
 
 def check_clock(doc: TraceDoc, iterations: list[RankRecord], declared_ms: float | None,
                 rank: int, file: str) -> ClockCheck | None:
     """The check of one trace against its rank's iterations; ``None`` without shared markers.
     A trace whose clock ran at another rate is measured back here, in place."""
-    marks = iteration_markers(doc)
+    check = check_markers(iteration_markers(doc), iterations, declared_ms, rank, file)
+    if check is not None and check.rate is not None:
+        base = doc.baseTimeNanoseconds or 0
+        _rescale(doc, check.rate, (check.about_ns - base) / 1000)
+    return check
+
+
+def check_markers(marks: Mapping[int, tuple[int, int]], iterations: list[RankRecord],
+                  declared_ms: float | None, rank: int, file: str) -> ClockCheck | None:
+    """:func:`check_clock` from a trace's ``aorta.iteration#N`` ranges (Unix ns as written:
+    :func:`iteration_markers`), for a reader that kept only those."""
     pairs = [(marks[it.global_step], it) for it in iterations if it.global_step in marks]
     if not pairs:
         return None
@@ -131,13 +151,13 @@ def check_clock(doc: TraceDoc, iterations: list[RankRecord], declared_ms: float 
     entry: dict[str, Any] = {"rank": rank, "file": file, "markers": len(pairs),
                              "clock_rate": rate.rate if rate else None,
                              "rescaled_about_unix_ns": None}
-    said = ""
+    said, applied, about_ns = "", None, 0
     if rate is not None and rate.off:
-        base = doc.baseTimeNanoseconds or 0
-        about_ns = marks[rate.first][0]
-        _rescale(doc, rate.rate, (about_ns - base) / 1000)
-        marks = iteration_markers(doc)
-        pairs = [(marks[it.global_step], it) for _, it in pairs]
+        applied, about_ns = rate.rate, marks[rate.first][0]
+
+        def back(t: int) -> int:
+            return about_ns + round((t - about_ns) / applied)
+        pairs = [((back(start), back(end)), it) for (start, end), it in pairs]
         entry["rescaled_about_unix_ns"] = about_ns
         said = f"its {rate.describe()}; "
     low = max(end - it.time_end_unix_ns for (_, end), it in pairs)
@@ -151,14 +171,14 @@ def check_clock(doc: TraceDoc, iterations: list[RankRecord], declared_ms: float 
         return ClockCheck(entry, 0, declared_ms, (
             f"{where}: {said}no single clock offset puts its {len(pairs)} aorta.iteration ranges "
             f"inside the benchmark's iteration stamps (needs >= {low / 1e6:.3f} ms and <= "
-            f"{high / 1e6:.3f} ms); placed by its own clock, not shifted"))
+            f"{high / 1e6:.3f} ms); placed by its own clock, not shifted"), applied, about_ns)
     if low <= bound_ns and high >= -bound_ns and not said:
         entry |= {"verdict": "confirmed", "shift_ms": 0.0}
-        return ClockCheck(entry, 0, declared_ms, None)
+        return ClockCheck(entry, 0, declared_ms, None, applied, about_ns)
     shift = -(low + high) // 2
     half_ms = round((high - low) / 2 / 1e6, 6)
     entry |= {"verdict": "corrected", "shift_ms": shift / 1e6}
     return ClockCheck(entry, shift, half_ms, (
         f"{where}: {said}its clock is {low / 1e6:.3f} to {high / 1e6:.3f} ms off the wall clock "
         f"at {len(pairs)} aorta.iteration ranges (declared ±{declared_ms} ms); shifted by "
-        f"{shift / 1e6:.3f} ms, now ±{half_ms} ms"))
+        f"{shift / 1e6:.3f} ms, now ±{half_ms} ms"), applied, about_ns)

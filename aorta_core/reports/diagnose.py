@@ -304,7 +304,7 @@ def _correct_clocks(traces: Mapping[int, RankTrace], telemetry: Mapping[int, lis
     out: dict[str, dict[str, Any]] = {}
     for rank, trace in traces.items():
         wall = {row.global_step: row.time_start_unix_ns for row in telemetry.get(rank, ())}
-        rate = clock_rate({n: t * 1e3 for n, t in trace.iterations.items()}, wall)
+        rate = clock_rate({n: t * 1e3 for n, (t, _) in trace.iterations.items()}, wall)
         if rate is None or not rate.off:
             continue
         trace.rescale(rate.rate)

@@ -42,8 +42,8 @@ class RankTrace:
 
     device: bool = False
     steps: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: The benchmark's ``aorta.iteration#N`` starts, where the trace has them.
-    iterations: dict[int, float] = field(default_factory=dict)
+    #: The benchmark's ``aorta.iteration#N`` ranges (start, end), where the trace has them.
+    iterations: dict[int, tuple[float, float]] = field(default_factory=dict)
     breakdown: dict[int, StepParts] = field(default_factory=dict)
     #: Collective executions, by start: (name, ts, dur).
     collectives: list[tuple[str, float, float]] = field(default_factory=list)
@@ -56,20 +56,23 @@ class RankTrace:
     #: steps from (0 where the trace writes Unix time itself). The diagnosis compares durations
     #: and needs it not; the ranks' clocks (:mod:`~aorta_core.reports.rank_alignment`) do.
     base_ns: int = 0
+    #: The host that wrote that file, as Kineto names it (``host_name``), where it does.
+    host: str | None = None
 
-    def rescale(self, rate: float) -> None:
-        """Every time divided by ``rate`` (the trace's µs per wall-clock µs), about the first
-        step's start: a trace whose clock ran ``rate`` times too fast, measured back."""
-        origin = min(a for a, _ in self.steps.values())
+    def rescale(self, rate: float, about: float | None = None, shift: float = 0.0) -> None:
+        """Every time ``t`` moved to ``about + (t - about) / rate + shift`` (``about``: the first
+        step's start by default): a trace whose clock ran ``rate`` times the wall clock
+        measured back, and moved by ``shift`` µs."""
+        origin = min(a for a, _ in self.steps.values()) if about is None else about
 
         def at(t: float) -> float:
-            return origin + (t - origin) / rate
+            return origin + (t - origin) / rate + shift
         self.steps = {n: (at(a), at(b)) for n, (a, b) in self.steps.items()}
-        self.iterations = {n: at(t) for n, t in self.iterations.items()}
+        self.iterations = {n: (at(a), at(b)) for n, (a, b) in self.iterations.items()}
         self.collectives = [(name, at(ts), dur / rate) for name, ts, dur in self.collectives]
         for step in self.breakdown.values():
             step.parts = {k: v / rate for k, v in step.parts.items()}
-            step.exposed = origin + (step.exposed - origin) / rate
+            step.exposed = at(step.exposed)
             step.longest_host = (step.longest_host[0] / rate, step.longest_host[1])
 
 
@@ -139,6 +142,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> RankTrace:
         if not out.sources:
             base = doc.baseTimeNanoseconds
             out.base_ns = base if type(base) is int else 0
+            out.host = doc.host_name if isinstance(doc.host_name, str) else None
         columns = reader.columns(doc.traceEvents)
         del doc
         if columns.far:

@@ -529,9 +529,7 @@ def _merge_rank(m: _Merge, rank: int, inputs: RankInputs, writer: TraceWriter) -
     unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]
     iterations = read_telemetry(inputs.jsonl, m.warn) if inputs.jsonl else []
     checks = {id(doc): _checked(m, rank, trace, doc, iterations) for trace, doc in unix}
-    by_file = {str(trace.source.path.relative_to(m.trial)): m.shift_ns(checks[id(doc)])
-               for trace, doc in unix}
-    m.clock = m.placement.onto_host(rank, lambda file: by_file.get(file, 0))
+    m.clock = m.placement.clocks.get(rank)
     if m.origin is None:
         firsts = [(first, trace.label) for trace, doc in unix
                   if (first := min(_unix_ns(doc), default=None)) is not None]

@@ -7,21 +7,25 @@ moved as its clock check against the benchmark's iterations says
 (:mod:`~aorta_core.reports.clock_check`). ``none``: every source at the times it wrote; the
 clock checks are reported, not applied.
 
-The mapping is fitted on the ranks' Kineto traces as written, and a rank's clock check may move
-those traces on its host's clock; the host clocks then differ by the fitted offset plus the
-reference trace's check shift less the rank's (:meth:`Placement.onto_host`).
+The mapping is fitted on the host clocks: each rank's Kineto trace is first placed as its clock
+check places it in the timeline (:func:`~aorta_core.reports.clock_check.check_markers` on the
+``aorta.iteration#N`` ranges its reader kept), so a rank's events land at their host time mapped
+by its :class:`~aorta_core.reports.rank_alignment.RankClock`. A rank whose trace names the
+reference rank's host (Kineto's ``host_name``) is on its clock already and is not fitted: there
+the collectives could only add their own width to the bound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aorta_core.reports.clock_check import check_markers
 from aorta_core.reports.rank_alignment import RankClock, align_ranks
-from aorta_core.reports.rank_traces import read_ranks
-from aorta_core.reports.timeline_inputs import RankInputs
+from aorta_core.reports.rank_traces import RankTrace, read_ranks
+from aorta_core.reports.timeline_inputs import RankInputs, read_telemetry
 
 ALIGN_MODES = ("collectives", "host", "none")
 #: A rank placed only to within more than this (µs) is named in a warning: cross-rank times
@@ -34,32 +38,27 @@ class Placement:
     """The ranks' clock mappings of one timeline, and what ``otherData.rank_alignment`` says."""
 
     align: str
-    #: Per rank: its mapping onto the reference rank's trace clock, and the trace (relative
-    #: path) the mapping was fitted on.
-    fitted: dict[int, tuple[RankClock, str]] = field(default_factory=dict)
+    #: Per rank: its host clock's mapping onto the reference rank's; a rank not in it stays on
+    #: its own host's clock.
+    clocks: dict[int, RankClock] = field(default_factory=dict)
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: The reference rank's fitted trace's clock-check shift, once its rank is merged.
-    reference_shift_ns: int = 0
 
     def applies_checks(self) -> bool:
         return self.align != "none"
 
-    def onto_host(self, rank: int, shift_of: Callable[[str], int]) -> RankClock | None:
-        """Rank ``rank``'s mapping of its host clock onto the reference rank's host clock;
-        ``shift_of(file)``: the clock-check shift (ns) of the rank's trace ``file``. ``None``
-        where the rank stays on its own clock. Call it for the ranks in order (the reference
-        first)."""
-        if rank not in self.fitted:
-            return None
-        clock, file = self.fitted[rank]
-        shift = shift_of(file) if self.applies_checks() else 0
-        if clock.method == "reference rank":
-            self.reference_shift_ns = shift
-            return None
-        placed = replace(clock, offset_us=clock.offset_us
-                         + (self.reference_shift_ns - shift) / 1e3)
-        self.entries[str(rank)]["offset_us"] = round(placed.offset_us, 3)
-        return placed
+
+def _on_host_clock(trace: RankTrace, inputs: RankInputs, trial: Path) -> None:
+    """``trace`` moved as the timeline's clock check moves the file it was read from first."""
+    fitted = trial / trace.sources[0]
+    declared = next((t.source.error_bound_ms for t in inputs.traces
+                     if t.source.path == fitted), None)
+    iterations = read_telemetry(inputs.jsonl, lambda _: None) if inputs.jsonl else []
+    base = trace.base_ns
+    marks = {n: (base + round(a * 1e3), base + round(b * 1e3))
+             for n, (a, b) in trace.iterations.items()}
+    check = check_markers(marks, iterations, declared, 0, trace.sources[0])
+    if check is not None and (check.rate is not None or check.shift_ns):
+        trace.rescale(check.rate or 1.0, (check.about_ns - base) / 1e3, check.shift_ns / 1e3)
 
 
 def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
@@ -72,7 +71,16 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
     read = read_ranks({rank: [t.source.path for t in found.traces if t.source.clock == "unix"]
                        for rank, found in inputs.items()}, trial, lambda _: None)
     traces = {rank: trace for rank, trace in read.items() if trace.steps}
-    fitted = align_ranks(traces) if len(traces) > 1 else {}
+    for rank, trace in traces.items():
+        _on_host_clock(trace, inputs[rank], trial)
+    reference = min(traces, default=None)
+    one_host = {rank for rank, trace in traces.items() if rank != reference
+                and trace.host is not None and trace.host == traces[reference].host}
+    others = {rank: trace for rank, trace in traces.items() if rank not in one_host}
+    fitted: dict[int, RankClock | str] = align_ranks(others) if len(traces) > 1 else {}
+    for rank in one_host:
+        fitted[rank] = RankClock(0.0, 0.0, 0.0, 0, f"host: on rank {reference}'s host "
+                                 f"({traces[rank].host}), one clock", traces[rank].base_ns / 1e3)
     for rank in sorted(inputs):
         clock = fitted.get(rank, f"rank {rank}: no readable Kineto trace with profiled steps "
                                  "to align it by; left on its own host's clock")
@@ -81,7 +89,8 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
                 warn(clock)
             placement.entries[str(rank)] = {"method": "host", "reason": clock}
             continue
-        placement.fitted[rank] = clock, traces[rank].sources[0]
+        if clock.collectives:
+            placement.clocks[rank] = clock
         placement.entries[str(rank)] = {
             "offset_us": round(clock.offset_us, 3), "drift_ppm": round(clock.drift_ppm, 3),
             "bound_us": round(clock.bound_us, 3), "collectives": clock.collectives,

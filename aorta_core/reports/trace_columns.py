@@ -71,6 +71,8 @@ class _Doc(msgspec.Struct, gc=False):
     #: Kineto's: ``ts`` µs + this is Unix time (the timeline reads it so too). Any value: one
     #: that is no integer costs the ranks' clocks their base, never the diagnosis its file.
     baseTimeNanoseconds: Any = None
+    #: Kineto's name of the host that wrote the trace: ranks of one host share its clock.
+    host_name: Any = None
 
 
 #: A whole trace, and a piece of its events (:func:`~aorta_core.api.decode_pieces`).
@@ -126,7 +128,8 @@ class OneFile:
 
     device: bool
     steps: dict[int, tuple[float, float]]
-    iterations: dict[int, float]
+    #: The benchmark's ``aorta.iteration#N`` ranges: (start, end).
+    iterations: dict[int, tuple[float, float]]
     compute: np.ndarray
     comm: np.ndarray
     other: np.ndarray
@@ -229,9 +232,10 @@ def read_one(col: Columns, steps: dict[int, tuple[float, float]]) -> OneFile:
     on_steps = col.ok & col.cpu & ~step & np.isin(col.thread, col.thread[step])
     marked = col.of(_ITERATION_RANGE)
     iterations = {}
-    for name, start in zip(col.names(marked), col.ts[marked].tolist(), strict=True):
+    for name, start, end in zip(col.names(marked), col.ts[marked].tolist(),
+                                col.end[marked].tolist(), strict=True):
         with contextlib.suppress(ValueError):  # a name of ours with no number after it
-            iterations[int(name[len(ITERATION_MARKER):])] = start
+            iterations[int(name[len(ITERATION_MARKER):])] = start, end
     data = col.spans(col.of(_DATA_RANGE))
     starts, names = col.ts[on_steps], col.names(on_steps)
     kernels = col.of(_KERNEL_COMPUTE, _KERNEL_COMM, _KERNEL_OTHER)
