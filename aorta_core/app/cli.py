@@ -379,6 +379,8 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
                          f"{', '.join(map(str, done[1]['steps'])) or 'none in common'}\n")
             for finding in done[1]["findings"] or [{"text": "nothing stands out"}]:
                 ns.out.write(f"  - {finding['text']}\n")
+            if done[1].get("what_if"):
+                ns.out.write(f"  - what if: {done[1]['what_if']['text']}\n")
     if ns.json:
         _print_json(results, ns.out)
     return 0 if written and not failed else 1

@@ -80,6 +80,8 @@ def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
             rows.append(_row(names[cell], trial, diagnosis))
             findings += [f"{names[cell]} {trial}: {f['text']}"
                          for f in (diagnosis.get("findings") or [])[:3]]
+            if diagnosis.get("what_if"):
+                findings.append(f"{names[cell]} {trial}: what if: {diagnosis['what_if']['text']}")
         except (KeyError, TypeError, AttributeError) as exc:
             warning_line(f"{path}: left out of the diagnosis section ({exc})")
     if not rows:
@@ -91,6 +93,8 @@ def diagnosis_section(matrix: Mapping[str, Any]) -> list[CollectorSection]:
                     "compute, communication hidden and exposed, host time with the device idle, "
                     "data and other device work sum to the step. A straggler's own time per "
                     "step exceeds the other ranks' median. Findings, each trial's first three "
-                    "ranked by ms per step at stake:",
+                    "ranked by ms per step at stake, and what the step would take without its "
+                    "stragglers (the ranks' steps replayed with their shared collectives as "
+                    "barriers):",
                     *(findings[:MAX_FINDINGS] or ["none"])],
         columns=COLUMNS, rows=rows[:MAX_ROWS], more_rows=max(0, len(rows) - MAX_ROWS))]

@@ -10,12 +10,11 @@ starts here, so that each analysis states the rule once: the waiting for other r
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from aorta_core.reports.rank_traces import START, RankTrace
+from aorta_core.reports.rank_traces import RankTrace
 
 
 @dataclass(frozen=True)
@@ -31,12 +30,9 @@ class Collective:
 
 def _in_step(trace: RankTrace, step: int) -> dict[tuple[str, int], tuple[float, float]]:
     """A rank's collectives that start in ``step``, keyed by (name, k-th of that name)."""
-    a, b = trace.steps[step]
-    ordered = trace.collectives  # by start: the step's are one slice, found in log time
     counts: dict[str, int] = defaultdict(int)
     mine = {}
-    for name, ts, dur in ordered[bisect.bisect_left(ordered, a, key=START):
-                                 bisect.bisect_left(ordered, b, key=START)]:
+    for name, ts, dur in trace.collectives_in(*trace.steps[step]):
         mine[(name, counts[name])] = (ts, ts + dur)
         counts[name] += 1
     return mine

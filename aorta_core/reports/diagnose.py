@@ -54,6 +54,7 @@ from aorta_core.reports.trace_columns import Reader as _Reader  # noqa: F401
 from aorta_core.reports.trace_columns import Span as _Span  # noqa: F401
 from aorta_core.reports.trace_columns import file_steps as _steps  # noqa: F401
 from aorta_core.reports.trace_columns import read_one as _read_one  # noqa: F401
+from aorta_core.reports.what_if import what_if
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
@@ -152,8 +153,10 @@ def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_M
             "mean": {k: _round(v) for k, v in means[rank].items()},
         }
     stragglers = _stragglers(means, rows, hosts, waited_in, min_excess_ms, min_excess_pct)
+    measured = [statistics.median(rows[r][i]["step_ms"] for r in rows) for i in range(len(steps))]
     return {"steps": steps, "ranks": {str(r): v for r, v in ranks.items()},
-            "stragglers": stragglers, "findings": _findings(means, stragglers, left_out or [])}
+            "stragglers": stragglers, "findings": _findings(means, stragglers, left_out or []),
+            "what_if": what_if(traces, steps, measured, [s["rank"] for s in stragglers])}
 
 
 def _busy(step: Mapping[str, float]) -> float:

@@ -8,6 +8,7 @@ analysis across ranks (the diagnosis, the ranks' clocks) starts from these.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -59,6 +60,12 @@ class RankTrace:
     #: The host that wrote that file, as Kineto names it (``host_name``), where it does.
     host: str | None = None
 
+    def collectives_in(self, a: float, b: float) -> list[tuple[str, float, float]]:
+        """Its collectives that start in ``[a, b)``, by start: one slice, found in log time."""
+        ordered = self.collectives
+        return ordered[bisect.bisect_left(ordered, a, key=START):
+                       bisect.bisect_left(ordered, b, key=START)]
+
     def rescale(self, rate: float, about: float | None = None, shift: float = 0.0) -> None:
         """Every time ``t`` moved to ``about + (t - about) / rate + shift`` (``about``: the first
         step's start by default): a trace whose clock ran ``rate`` times the wall clock
@@ -74,6 +81,7 @@ class RankTrace:
             step.parts = {k: v / rate for k, v in step.parts.items()}
             step.exposed = at(step.exposed)
             step.longest_host = (step.longest_host[0] / rate, step.longest_host[1])
+            step.gaps = [{k: v / rate for k, v in gap.items()} for gap in step.gaps]
 
 
 #: A worker's peak per byte of a rank's decoded traces, one file at a time, where a file cannot
@@ -175,5 +183,6 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> RankTrace:
     names = [name for f in files for name in f.names]
     names = [names[i] for i in order.tolist()]
     for step, (a, b) in out.steps.items():
-        out.breakdown[step] = break_down(intervals, a, b, starts, names)
+        ranges = [(ts, ts + dur) for _, ts, dur in out.collectives_in(a, b)]
+        out.breakdown[step] = break_down(intervals, a, b, starts, names, ranges)
     return out

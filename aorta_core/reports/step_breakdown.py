@@ -10,7 +10,7 @@ communication and its longest host gap leave that worker (docs/diagnose.md, "Def
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,17 +34,31 @@ class StepParts:
     exposed: np.ndarray
     #: The longest run of host time: (ms, the event that starts right after it).
     longest_host: tuple[float, str | None]
+    #: The parts of the step outside its collectives, per gap: before the first collective
+    #: that starts in the step, between each and the next, after the last (the what-if
+    #: replays the step from them: :mod:`~aorta_core.reports.what_if`).
+    gaps: list[dict[str, float]] = field(default_factory=list)
 
 
 def break_down(intervals: Mapping[str, np.ndarray], a: float, b: float, starts: np.ndarray,
-               names: list[str]) -> StepParts:
+               names: list[str], collectives: list[tuple[float, float]]) -> StepParts:
     """The step ``[a, b)`` of a rank whose merged :data:`INTERVALS` are ``intervals``;
     ``starts`` and ``names``: the events on its step threads, by start, to name what comes
-    right after its longest host gap."""
+    right after its longest host gap; ``collectives``: (start, end) of those that start in
+    the step, by start."""
     points, lengths, labels = _segments(intervals, a, b)
-    return StepParts({k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS},
-                     _runs(points, labels["comm_exposed"]),
-                     _longest(points, labels["host"], starts, names))
+    cuts = [a]
+    for start, end in collectives:  # a gap ends where the next collective starts
+        cuts += [max(cuts[-1], start), max(cuts[-1], end)]
+    cuts.append(max(cuts[-1], b))
+    return StepParts(_parts(lengths, labels), _runs(points, labels["comm_exposed"]),
+                     _longest(points, labels["host"], starts, names),
+                     [_parts(*_segments(intervals, lo, hi)[1:])
+                      for lo, hi in zip(cuts[::2], cuts[1::2], strict=True)])
+
+
+def _parts(lengths: np.ndarray, labels: Mapping[str, np.ndarray]) -> dict[str, float]:
+    return {k: float(lengths[labels[k]].sum()) / 1e3 for k in PARTS}
 
 
 def _clip(intervals: np.ndarray, a: float, b: float) -> np.ndarray:
