@@ -26,7 +26,7 @@ timeout "${PROOF_TIMEOUT:-470}" python3 bench/proof_kernel_compare.py --out "$WO
   --deadline "${DEADLINE:-330}" > "$OUT/proof.json" 2> "$OUT/proof.err"
 echo "proof exit status $?"
 (cd "$WORK" && find . \( -name 'matrix.*' -o -name cell.json -o -name record.json \
-  -o -name kernels.parquet \) -print0 | tar czf "$OUT/runs.tgz" --null -T -)
+  -o -name kernels.parquet -o -name '*.pt.trace.json' \) -print0 | tar czf "$OUT/runs.tgz" --null -T -)
 python3 - "$WORK" <<'PY'
 import glob, sys
 import polars as pl

@@ -152,6 +152,9 @@ def _parse(artifact_dir: Path, drop_last: bool) -> dict[str, Any]:
         "torchprof_trace_count": len(summaries),
         "torchprof_rank_count": len({s.rank for s in summaries}),
     }
+    steps = [s.step_us for s in summaries if s.step_us is not None]
+    if steps:  # each file's (rank's) time per profiled step, in the window of the rows
+        metrics["torchprof_step_time_ms"] = math.fsum(steps) / len(steps) / 1e3
     lanes = [(s.rank, s.gpu) for s in summaries if s.gpu is not None]
     if lanes:
         metrics.update(_gpu_metrics(lanes))

@@ -75,6 +75,10 @@ class FileSummary:
     #: ``(name, step, calls, total_us)``: GPU kernels (or, without a GPU lane, CPU ops' self
     #: time) per ``ProfilerStep#N`` (``None``: outside every step), for ``kernel_table``.
     rows: list[tuple[str, int | None, int, float]] | None = None
+    #: Its time per profiled step (µs), in the window the rows come from: on the GPU, from the
+    #: first kernel a step launched to the end of the last step's last kernel, over the steps;
+    #: on the CPU, the ``ProfilerStep#N`` ranges' mean. ``None`` without steps.
+    step_us: float | None = None
     skipped: str | None = None
 
 
@@ -102,7 +106,7 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
     try:
         trace = decode_lane(path, data)
         lane = _Lane.of(on_gpu_lane(trace.events))
-        rows = lane and _kernels_by_step(trace.events, lane.events)
+        rows, step_us = _kernels_by_step(trace.events, lane.events) if lane else (None, None)
         if lane is None or drop_last:
             trace.events = []  # free the first decode before the second
             trace = decode(path, data, full=True)
@@ -111,14 +115,16 @@ def _summarise(path: Path, data: bytes | mmap.mmap, drop_last: bool, keep: bool
     except ValueError as exc:
         return FileSummary(path, skipped=f"skipping {path}: {exc}")
     if lane is not None:
-        return FileSummary(path, trace.rank, gpu=lane.summary(keep), rows=rows)
-    by_step = _cpu_self_times(trace.events, _Steps.of(trace.events))
+        return FileSummary(path, trace.rank, gpu=lane.summary(keep), rows=rows, step_us=step_us)
+    steps = _Steps.of(trace.events)
+    by_step = _cpu_self_times(trace.events, steps)
     ops: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for (name, _), (self_us, calls) in by_step.items():
         ops[name][0] += self_us
         ops[name][1] += calls
     return FileSummary(path, trace.rank, cpu_ops={n: (v[0], int(v[1])) for n, v in ops.items()},
-                       rows=[(n, step, c, us) for (n, step), (us, c) in by_step.items()])
+                       rows=[(n, step, c, us) for (n, step), (us, c) in by_step.items()],
+                       step_us=steps.mean_us())
 
 
 @dataclass
@@ -138,6 +144,11 @@ class _Steps:
                         and plausible(e))
         return cls([r[0] for r in ranges], [r[1] for r in ranges], [r[2] for r in ranges])
 
+    def mean_us(self) -> float | None:
+        """The ranges' mean length; ``None`` without one."""
+        lengths = [b - a for a, b in zip(self.starts, self.ends, strict=True)]
+        return math.fsum(lengths) / len(lengths) if lengths else None
+
     def at(self, ts: float) -> int | None:
         """The step whose range holds ``ts``; ``None`` outside every step."""
         i = bisect.bisect_right(self.starts, ts) - 1
@@ -145,19 +156,26 @@ class _Steps:
 
 
 def _kernels_by_step(events: list[Any], lane: list[Any]
-                     ) -> list[tuple[str, int | None, int, float]]:
+                     ) -> tuple[list[tuple[str, int | None, int, float]], float | None]:
     """Calls and time of each kernel per step: the step of the CPU range that launched it (its
-    runtime launch of the same correlation); ``None`` without a launch inside a step."""
+    runtime launch of the same correlation); ``None`` without a launch inside a step. And the
+    GPU's time per step over the kernels of the steps (:attr:`FileSummary.step_us`)."""
     steps = _Steps.of(events)
     launched = {_corr(e): e.ts for e in events if e.cat in LAUNCH_CATS} if steps.numbers else {}
     totals: dict[tuple[str, int | None], list[float]] = defaultdict(lambda: [0, 0.0])
+    first, last, stepped = math.inf, -math.inf, set()
     for e in lane:
         if _KIND[e.cat] == 0:
             ts = launched.get(_corr(e))
-            total = totals[(e.name, None if ts is None else steps.at(ts))]
+            step = None if ts is None else steps.at(ts)
+            total = totals[(e.name, step)]
             total[0] += 1
             total[1] += e.dur
-    return [(name, step, int(v[0]), v[1]) for (name, step), v in totals.items()]
+            if step is not None:
+                first, last = min(first, e.ts), max(last, e.ts + e.dur)
+                stepped.add(step)
+    return ([(name, step, int(v[0]), v[1]) for (name, step), v in totals.items()],
+            (last - first) / len(stepped) if stepped else None)
 
 
 @dataclass
