@@ -34,7 +34,7 @@ from aorta_core.reports.trace_events import off_the_clock, read_trace
 Warn = Callable[[str], None]
 
 #: The start of a collective's (name, ts, dur): :attr:`RankTrace.collectives` is sorted by it.
-START = itemgetter(1)
+_START = itemgetter(1)
 
 
 @dataclass
@@ -63,8 +63,8 @@ class RankTrace:
     def collectives_in(self, a: float, b: float) -> list[tuple[str, float, float]]:
         """Its collectives that start in ``[a, b)``, by start: one slice, found in log time."""
         ordered = self.collectives
-        return ordered[bisect.bisect_left(ordered, a, key=START):
-                       bisect.bisect_left(ordered, b, key=START)]
+        return ordered[bisect.bisect_left(ordered, a, key=_START):
+                       bisect.bisect_left(ordered, b, key=_START)]
 
     def rescale(self, rate: float, about: float | None = None, shift: float = 0.0) -> None:
         """Every time ``t`` moved to ``about + (t - about) / rate + shift`` (``about``: the first
@@ -176,7 +176,7 @@ def read_rank(paths: Iterable[Path], root: Path, warn: Warn) -> RankTrace:
         return out
     intervals = {part: merge(*np.hstack([getattr(f, part) for f in files]))
                  for part in INTERVALS}
-    out.collectives.sort(key=START)
+    out.collectives.sort(key=_START)
     starts = np.concatenate([f.starts for f in files])
     order = np.argsort(starts, kind="stable")
     starts = starts[order]
