@@ -72,13 +72,13 @@ def _close(found: float, injected: float) -> bool:
 
 def _predicts(found: dict, clean: dict) -> None:
     """The what-if of a run with an injected straggler: the replay gives the measured step back
-    (within 10 %), removes the injected ms (within 20 % or 5 ms: the benchmark's JSONL states
+    (within 15 %), removes the injected ms (within 20 % or 5 ms: the benchmark's JSONL states
     them, in the same run) and lands near the step of a clean run (within half of it: two runs
     on 2 shared cores differ by up to a third, bench/proof_what_if.py measures the accuracy); a
     clean run has nothing to recover from stragglers, and evening out a part recovers < 25 %."""
     what, (injected,) = found["what_if"], found["injected"][str(found["stragglers"][0]["rank"])
                                                             ].values()
-    assert abs(what["replayed_step_ms"] - what["step_ms"]) <= 0.1 * what["step_ms"], what
+    assert abs(what["replayed_step_ms"] - what["step_ms"]) <= 0.15 * what["step_ms"], what
     assert _close(what["recoverable_ms"], injected), (what, injected)
     truth = clean["what_if"]["step_ms"]
     assert abs(what["step_ms_without_stragglers"] - truth) <= 0.5 * truth + 2.0, (what, truth)
