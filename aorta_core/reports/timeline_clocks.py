@@ -81,12 +81,17 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
     for rank in one_host:
         fitted[rank] = RankClock(0.0, 0.0, 0.0, 0, f"host: on rank {reference}'s host "
                                  f"({traces[rank].host}), one clock", traces[rank].base_ns / 1e3)
+    alone = [r for r, c in fitted.items() if isinstance(c, str) and "shares no collective" in c]
+    none_shared = bool(alone) and len(alone) == len(traces) - 1
+    if none_shared:  # one line, not one a rank
+        warn(f"no rank shares a collective with rank {reference} in the steps both profiled; "
+             "each stays on its own host's clock")
     for rank in sorted(inputs):
         clock = fitted.get(rank, f"rank {rank}: no readable Kineto trace with profiled steps "
                                  "to align it by; left on its own host's clock")
         if isinstance(clock, str):
-            if fitted:  # said where other ranks are aligned; a trial with none is no news
-                warn(clock)
+            if fitted and not none_shared:
+                warn(clock)  # said where other ranks are aligned; a trial with none is no news
             placement.entries[str(rank)] = {"method": "host", "reason": clock}
             continue
         if clock.collectives:

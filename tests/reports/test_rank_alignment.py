@@ -259,3 +259,15 @@ def test_the_timeline_puts_a_rank_of_another_host_back_on_rank_0s_clock(two_rank
                                 for name in ("same", "aligned", "host"))
     assert max(abs(placed[k] - truth[k]) for k in truth) <= bound, (placed, truth, bound)
     assert min(unaligned[k] - truth[k] for k in truth) > 10_000.0 - bound, (unaligned, truth)
+
+
+def test_a_timeline_whose_ranks_share_no_collective_says_it_once(two_ranks, tmp_path):
+    """Rank 1 on another host without its collectives: on its own host's clock, in one line."""
+    trial = _rewrite(two_ranks, 1, tmp_path / "t", _without_collectives, "another-host")
+    warnings: list[str] = []
+    build_timeline(trial, tmp_path / "t.json", warn=warnings.append)
+    assert [w for w in warnings if "collective" in w] == [
+        "no rank shares a collective with rank 0 in the steps both profiled; each stays on its "
+        "own host's clock"]
+    entry = json.loads((tmp_path / "t.json").read_text())["otherData"]["rank_alignment"]["1"]
+    assert entry["method"] == "host" and "shares no collective" in entry["reason"]
