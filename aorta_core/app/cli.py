@@ -456,7 +456,8 @@ def _add_timeline_parser(sub) -> None:
 
 def _add_diagnose_parser(sub) -> None:
     d = _add_tool(sub, "diagnose", "why is a step slow: each rank's step time by part, "
-                                   "stragglers and findings, into <trial>/diagnosis.json")
+                                   "stragglers, findings and the step without the stragglers, "
+                                   "into <trial>/diagnosis.json")
     from aorta_core.reports.straggler_thresholds import MIN_EXCESS_MS, MIN_EXCESS_PCT
 
     d.add_argument("path", help="a trial folder (.../trial_NNN), a cell's, a sweep's output, "

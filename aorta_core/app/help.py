@@ -31,9 +31,11 @@ Usage:
   aorta agree <output> [--tolerance-pct X]    do the profilers of a sweep=agree agree?
                                               (agreement.json, report.html, the verdicts)
   aorta timeline <trial_dir|output> [--output F] [--ranks 0,1] [--steps 3-5] [--window A:B]
+                 [--align collectives|host|none]
                                               every rank's traces on one clock, for Perfetto
   aorta diagnose <trial_dir|output> [--json] [--min-excess-ms 5] [--min-excess-pct 10]
-                                              each rank's step time by part, stragglers, findings
+                                              each rank's step time by part, stragglers, findings,
+                                              the step without the stragglers
                                               (diagnosis.json per trial; docs/diagnose.md)
   aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
   aorta help [<command> [<sub>]]              this page, or a command's (aorta <command> --help)
