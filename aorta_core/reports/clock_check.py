@@ -121,12 +121,6 @@ class ClockCheck:
     rate: float | None = None
     about_ns: int = 0
 
-    def on_wall_clock(self, unix_ns: float) -> float:
-        """A time of the trace, Unix ns as written, where the check puts it."""
-        if self.rate is not None:
-            unix_ns = self.about_ns + (unix_ns - self.about_ns) / self.rate
-        return unix_ns + self.shift_ns
-
 
 def check_clock(doc: TraceDoc, iterations: list[RankRecord], declared_ms: float | None,
                 rank: int, file: str) -> ClockCheck | None:

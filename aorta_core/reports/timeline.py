@@ -41,7 +41,6 @@ from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
 from aorta_core.reports.clock_check import ClockCheck, check_clock
-from aorta_core.reports.rank_alignment import RankClock
 from aorta_core.reports.timeline_clocks import Placement, place_ranks
 from aorta_core.reports.timeline_inputs import (
     BENCHMARK_POSITION,
@@ -64,6 +63,7 @@ from aorta_core.reports.trace_events import (
 
 if TYPE_CHECKING:
     from aorta_core.engine.cells import Cell
+    from aorta_core.reports.rank_alignment import RankClock
 
 TIMELINE_NAME = "timeline.json"
 #: Before 2001-09-09 in Unix ns: a "unix" trace whose events start earlier counts from

@@ -20,14 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aorta_core.reports.clock_check import check_markers
-from aorta_core.reports.rank_alignment import RankClock, align_ranks
-from aorta_core.reports.rank_traces import RankTrace, read_ranks
 from aorta_core.reports.timeline_inputs import RankInputs, read_telemetry
 
-ALIGN_MODES = ("collectives", "host", "none")
+if TYPE_CHECKING:  # numpy and the readers load only where ranks are fitted
+    from aorta_core.reports.rank_alignment import RankClock
+    from aorta_core.reports.rank_traces import RankTrace
+
 #: A rank placed only to within more than this (µs) is named in a warning: cross-rank times
 #: closer than its bound are not resolved.
 ALIGN_WARN_US = 1000.0
@@ -68,6 +69,9 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
     placement = Placement(align)
     if align != "collectives" or len(inputs) < 2:
         return placement
+    from aorta_core.reports.rank_alignment import RankClock, align_ranks
+    from aorta_core.reports.rank_traces import read_ranks
+
     read = read_ranks({rank: [t.source.path for t in found.traces if t.source.clock == "unix"]
                        for rank, found in inputs.items()}, trial, lambda _: None)
     traces = {rank: trace for rank, trace in read.items() if trace.steps}
