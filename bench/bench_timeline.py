@@ -5,11 +5,11 @@ Generates a trial folder from the real H200 benchmark trace (the torchprof fixtu
 ac2g and fwdbwd flows, ProfilerStep#2-#4): per rank, the fixture's events repeated ``--tiles``
 times one after another (steps renumbered, flow ids shifted, a pid of its own, 13 µs of skew
 per rank), plus a benchmark JSONL with one line per step. Then, each in a fresh subprocess (so
-each peak RSS is its own): the merge (``build_timeline``), a typed msgspec decode of the ranks
-one after another (the floor: reading the input), and the memory of holding every rank's decoded
-events at once (what a merge that is not streamed needs at least). Targets, on the memory each
-adds to its interpreter: the merge <= 1.5x holding one rank, holding all ranks >= 4x the merge;
-time <= 4x the floor.
+each peak RSS is its own): the merge (``build_timeline``, its ranks in worker processes, whose
+peaks are sampled every 10 ms), a typed msgspec decode of the ranks one after another (the
+floor: reading the input), and the memory of holding one rank's, and every rank's, decoded
+events at once. Targets (issue 43): the merge's parent, whole, under the largest rank file;
+each worker adds <= 1.5x what holding one rank adds; time <= 4x the floor.
 
     python bench/bench_timeline.py [--ranks 8] [--tiles 22] [--keep DIR]
 """
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import orjson
+from bench_parallel_parse import pool_peaks
 from bench_torchprof_parse import status_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def make_capture(trial: Path, ranks: int, tiles: int) -> dict:
     first = min(e["ts"] for e in timed)
     span = max(e["ts"] + e.get("dur", 0) for e in timed) - first + 1000.0
     template = orjson.loads(JSONL.read_text().splitlines()[2])
-    total_bytes = total_events = 0
+    total_bytes = total_events = largest = 0
     for rank in range(ranks):
         folder = trial / "torchprof" / f"rank{rank}"
         folder.mkdir(parents=True)
@@ -63,10 +64,12 @@ def make_capture(trial: Path, ranks: int, tiles: int) -> dict:
                 lines += _iterations(template, doc["baseTimeNanoseconds"], copy, rank, ranks)
             fh.write(b"]}")
         total_bytes += path.stat().st_size
+        largest = max(largest, path.stat().st_size)
         jsonl = trial / "benchmark" / f"rank_{rank:02d}_metrics.jsonl"
         jsonl.parent.mkdir(exist_ok=True)
         jsonl.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
     return {"ranks": ranks, "tiles": tiles, "input_bytes": total_bytes,
+            "largest_file_bytes": largest,
             "input_events": total_events}
 
 
@@ -119,8 +122,11 @@ def _measure(kind: str, trial: Path) -> dict:
     t0 = time.perf_counter()
     extra: dict = {}
     if kind == "ours":
-        done = build_timeline(trial, trial / "timeline.json", warn=print)
-        extra = {"events": sum(done.events.values()), "output_bytes": done.path.stat().st_size}
+        with pool_peaks() as peaks:
+            done = build_timeline(trial, trial / "timeline.json", warn=print)
+        extra = {"events": sum(done.events.values()), "output_bytes": done.path.stat().st_size,
+                 "worker_peaks": sorted(peaks.workers.values(), reverse=True),
+                 "forkserver_peak": peaks.forkserver}
     elif kind == "floor":
         decoder = msgspec.json.Decoder(_floor_type())
         extra = {"events": sum(len(decoder.decode(p.read_bytes()).traceEvents) for p in traces)}
@@ -163,9 +169,15 @@ def main() -> None:
     for kind, row in rows.items():
         print(f"{kind:<15} {row['seconds']:>8.2f} {row['peak_rss_bytes'] / 1e6:>12.0f} "
               f"{row['peak_added_bytes'] / 1e6:>9.0f}")
+    worker = max(ours["worker_peaks"], default=0)
+    print(f"{'ours (worker)':<15} {'':>8} {worker / 1e6:>12.0f} "
+          f"{(worker - ours['forkserver_peak']) / 1e6:>9.0f}  ({len(ours['worker_peaks'])} "
+          "workers; added: above the forkserver they fork from)")
+    largest = capture["largest_file_bytes"]
     # ratios of what each adds to the interpreter and its imports
-    peak_vs_one = ours["peak_added_bytes"] / rows["one_rank_held"]["peak_added_bytes"]
-    all_vs_ours = rows["all_ranks_held"]["peak_added_bytes"] / ours["peak_added_bytes"]
+    worker_vs_one = ((worker - ours["forkserver_peak"])
+                     / rows["one_rank_held"]["peak_added_bytes"])
+    parent_vs_file = ours["peak_rss_bytes"] / largest
     print(json.dumps({
         "bench": "timeline",
         **capture,
@@ -174,10 +186,12 @@ def main() -> None:
         **{f"{k}_s": round(v["seconds"], 2) for k, v in rows.items()},
         **{f"{k}_peak_rss_mb": round(v["peak_rss_bytes"] / 1e6) for k, v in rows.items()},
         **{f"{k}_peak_added_mb": round(v["peak_added_bytes"] / 1e6) for k, v in rows.items()},
+        "ours_workers": len(ours["worker_peaks"]),
+        "ours_worker_peak_rss_mb": round(worker / 1e6),
         "ours_vs_floor": round(ours["seconds"] / floor["seconds"], 2),
-        "ours_peak_vs_one_rank_held": round(peak_vs_one, 2),
-        "all_ranks_held_peak_vs_ours": round(all_vs_ours, 2),
-        "targets_met": peak_vs_one <= 1.5 and all_vs_ours >= 4
+        "ours_parent_peak_vs_largest_file": round(parent_vs_file, 3),
+        "ours_worker_added_vs_one_rank_held": round(worker_vs_one, 2),
+        "targets_met": parent_vs_file <= 1 and worker_vs_one <= 1.5
         and ours["seconds"] <= 4 * floor["seconds"],
     }))
 

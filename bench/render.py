@@ -37,9 +37,11 @@ TARGETS = {
                       "parses within a 4 GB address space (`big_trace`). "
                       "`cpu_control_ratio`: eight CPU-bound interpreters at once vs one after "
                       "another in the same run, the parallelism the machine actually gave",
-    "timeline": "8-rank 1.3 GB capture merged by `aorta timeline`: peak memory the merge adds "
-                "<= 1.5x holding one rank's decoded trace, holding all ranks >= 4x the merge's, "
-                "time <= 4x a typed msgspec decode of name/cat/ph/ts/dur of every rank",
+    "timeline": "8-rank 1.3 GB capture merged by `aorta timeline` (issue 43): the command's "
+                "process, whole, under the largest rank file (`ours_parent_peak_vs_largest_file` "
+                "<= 1); each rank's worker adds <= 1.5x what holding one rank's decoded trace "
+                "adds; time <= 4x a typed msgspec decode of name/cat/ph/ts/dur of every rank, "
+                "one after another (`before`: the tree that merged in the command's process)",
     "startup": "`aorta parse torchprof` of a near-empty trace <= 2x `python -c \"import "
                "aorta_core\"` (fresh interpreters, interleaved, medians; `before`: the tree "
                "before issue 27's lazy imports, same run of the same VM)",

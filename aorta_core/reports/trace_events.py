@@ -1,8 +1,9 @@
 """Trace Event Format in and out: read any collector's chrome traces, stream one merged file.
 
 Events decode into one typed msgspec Struct whose ``args`` stay raw JSON bytes, so a merge
-re-emits them without building a dict per event; the writer encodes events as they come, so a
-merge holds one rank's events at a time, never the whole output. Output ids are namespaced
+re-emits them without building a dict per event; each rank's events are encoded as they come
+into a stream of its own, which the output splices in, so no process holds more than one rank's
+events, and the merged file's writer none. Output ids are namespaced
 (:class:`Lanes`): ranks and sources reuse pids, tids and flow ids, and Perfetto would otherwise
 join unrelated lanes and arrows.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import shutil
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -26,6 +28,8 @@ from aorta_core.api.trace_pieces import decode_pieces
 
 #: Flow ids of one input file are shifted into their own block of this size.
 _FLOW_BLOCK = 1 << 32
+#: What a splice copies at a time.
+_COPY_CHUNK = 1 << 20
 #: The process metadata an output lane gets from us; any other ``M`` event is forwarded.
 _OURS = frozenset({"process_name", "process_sort_index"})
 
@@ -135,17 +139,21 @@ class Lanes:
     pid), one thread per input tid of it; one block of flow ids per input file.
 
     Process names start with ``rank <R>`` and sort indexes order ranks, then sources, so each
-    rank's lanes stay together in Perfetto and chrome://tracing.
+    rank's lanes stay together in Perfetto and chrome://tracing. Ranks merged apart share no
+    counter: of ``n`` ranks, the k-th numbers its lanes ``k + 1``, ``k + 1 + n``, ... (``first_id``
+    and ``id_step``; as short as one counter's ids, whatever each rank's count) and its flow ids
+    from the blocks of the files before it (``first_flow_block``).
     """
 
-    def __init__(self) -> None:
-        self._next_id = 1
-        self._next_flow_block = 1
+    def __init__(self, first_id: int = 1, id_step: int = 1, first_flow_block: int = 1) -> None:
+        self._next_id = first_id
+        self._id_step = id_step
+        self._next_flow_block = first_flow_block
         self._procs: dict[tuple[int, str, Any], _Process] = {}
 
     def _new_id(self) -> int:
-        self._next_id += 1
-        return self._next_id - 1
+        self._next_id += self._id_step
+        return self._next_id - self._id_step
 
     def process(self, rank: int, source: str, position: int, key: Any, label: str,
                 order: tuple[Any, ...] = ()) -> _Process:
@@ -203,20 +211,15 @@ class Lanes:
         return out
 
 
-class TraceWriter:
-    """Writes ``{"traceEvents": [...], <extra keys>}`` as events come; gzip when the name ends
-    in ``.gz``. Written to a temp file and renamed on :meth:`close`, so a reader never sees half
-    a file; an exception inside ``with`` removes the temp file."""
+class EventStream:
+    """Events written to a binary file as comma-separated JSON objects, a batch at a time; a
+    stream another process wrote is spliced in by copying its bytes."""
 
     BATCH = 100_000
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
         self.count = 0
-        self._out = AtomicFile(path)  # committed by close(), discarded by abort()
-        self._fh = (gzip.GzipFile(fileobj=self._out.fh, mode="wb")
-                    if path.name.endswith(".gz") else self._out.fh)
-        self._fh.write(b'{"traceEvents":[\n')
 
     def write(self, events: Sequence[Event]) -> None:
         for start in range(0, len(events), self.BATCH):
@@ -225,6 +228,29 @@ class TraceWriter:
                 self._fh.write(b",\n")
             self._fh.write(_ENCODER.encode(batch)[1:-1])
             self.count += len(batch)
+
+    def splice(self, path: Path, count: int) -> None:
+        """Append the ``count`` events another stream wrote to ``path``."""
+        if not count:
+            return
+        if self.count:
+            self._fh.write(b",\n")
+        with path.open("rb") as fh:
+            shutil.copyfileobj(fh, self._fh, _COPY_CHUNK)
+        self.count += count
+
+
+class TraceWriter(EventStream):
+    """Writes ``{"traceEvents": [...], <extra keys>}`` as events come; gzip when the name ends
+    in ``.gz``. Written to a temp file and renamed on :meth:`close`, so a reader never sees half
+    a file; an exception inside ``with`` removes the temp file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._out = AtomicFile(path)  # committed by close(), discarded by abort()
+        super().__init__(gzip.GzipFile(fileobj=self._out.fh, mode="wb")
+                         if path.name.endswith(".gz") else self._out.fh)
+        self._fh.write(b'{"traceEvents":[\n')
 
     def close(self, extra: dict[str, Any]) -> None:
         self._fh.write(b"\n]")

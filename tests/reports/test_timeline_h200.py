@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from needs import needs
 from reports.report_helpers import H200_JSONL, REPO
 
@@ -162,3 +166,62 @@ def test_gpu_telemetry_becomes_stream_lanes_and_counters(tmp_path):
                 for r in lines)
     bound = doc["otherData"]["sources"][0]["error_bound_ms"]
     assert abs(bound - early) < 1e-5 and 0 < bound < 5
+
+
+_MEASURE = """
+import json, sys
+from pathlib import Path
+import concurrent.futures, multiprocessing.connection, pickle  # a worker pool loads these
+import aorta_core.reports.rank_alignment, aorta_core.reports.rank_traces  # the alignment
+from aorta_core.reports.timeline import build_timeline
+
+def status(key):
+    line = next(l for l in open("/proc/self/status") if l.startswith(key + ":"))
+    return int(line.split()[1]) * 1024
+
+before = status("VmRSS")
+done = build_timeline(Path(sys.argv[1]), Path(sys.argv[2]), warn=print)
+print(json.dumps({"added": status("VmHWM") - before, "ranks": done.ranks}))
+"""
+
+
+def _four_ranks(tmp_path: Path) -> tuple[Path, int]:
+    """The H200 benchmark trace as four ranks' (``distributedInfo.rank`` rewritten), no record
+    and no telemetry; the size of a rank's file."""
+    source = TORCHPROF / "cuda_h200_bench/torchprof/rank0/rank0_step4.pt.trace.json.gz"
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    trial = tmp_path / "trial_000"
+    for rank in range(4):
+        doc["distributedInfo"]["rank"] = rank
+        folder = trial / "torchprof" / f"rank{rank}"
+        folder.mkdir(parents=True)
+        (folder / f"rank{rank}_step4.pt.trace.json").write_text(json.dumps(doc))
+    return trial, len(json.dumps(doc))
+
+
+@needs("aorta_torchprof")
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the peak memory from /proc")
+def test_ranks_are_merged_in_workers_so_the_parent_holds_no_decoded_trace(tmp_path):
+    """Issue 43: the command's process stays under the largest rank file (merged where it runs,
+    a 9 MB trace adds ~4x its size); one worker (``AORTA_WORKERS=1``, in-process) writes the
+    same bytes; with no record or telemetry the origin is rank 0's first Kineto event."""
+    trial, size = _four_ranks(tmp_path)
+    outputs = {}
+    for workers in ("4", "1"):
+        out = tmp_path / f"timeline_{workers}.json"
+        done = subprocess.run([sys.executable, "-c", _MEASURE, str(trial), str(out)],
+                              capture_output=True, text=True, timeout=600, check=False,
+                              env={**os.environ, "AORTA_WORKERS": workers})
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs[workers] = json.loads(done.stdout.splitlines()[-1]), out.read_bytes()
+    (parallel, written), (alone, written_alone) = outputs["4"], outputs["1"]
+    assert parallel["ranks"] == alone["ranks"] == [0, 1, 2, 3]
+    if len(os.sched_getaffinity(0)) > 1:  # one core: parallel_map merges in-process too
+        assert parallel["added"] < size / 2, (parallel, alone, size)
+        assert alone["added"] > 2 * size, (alone, size)  # the measure sees a decoded rank
+    assert written == written_alone
+    doc = json.loads(written)
+    assert doc["otherData"]["origin"] == "first torchprof event of rank 0"
+    names = _names(doc, "process_name")
+    per_rank = Counter(name.split(" · ")[0] for name in names.values())
+    assert per_rank == dict.fromkeys(("rank 0", "rank 1", "rank 2", "rank 3"), 3)  # each apart
