@@ -36,7 +36,7 @@ from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, dump_json, load_record
 from aorta_core.reports.clock_check import clock_rate
-from aorta_core.reports.collectives import matched
+from aorta_core.reports.collectives import Collective, matched
 from aorta_core.reports.rank_traces import RankTrace, Warn, read_ranks, relative
 from aorta_core.reports.step_breakdown import PARTS
 from aorta_core.reports.straggler_thresholds import (
@@ -45,6 +45,7 @@ from aorta_core.reports.straggler_thresholds import (
     MIN_EXCESS_PCT,
     MOST_STEPS,
 )
+from aorta_core.reports.timeline_clocks import Placement, fit_clocks
 from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
 
 # The columnar reader, under the names tests/reports/test_diagnose.py reads it by here.
@@ -89,15 +90,15 @@ def _overlap(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.diff(points)[inside(x, mids) & inside(y, mids)].sum())
 
 
-def _waits(traces: Mapping[int, RankTrace], step: int
+def _waits(traces: Mapping[int, RankTrace], shared: list[Collective]
            ) -> tuple[dict[int, np.ndarray], dict[int, dict[str, float]]]:
-    """Per rank, the intervals of step ``step`` spent waiting in collectives for a later rank,
-    and the µs waited per collective name: each rank's copy of a collective
-    (:func:`~aorta_core.reports.collectives.matched`) lasts longer than the shortest by the
+    """Per rank, the intervals of a step spent waiting in its ``shared`` collectives
+    (:func:`~aorta_core.reports.collectives.matched`) for a later rank, and the µs waited per
+    collective name: each rank's copy of a collective lasts longer than the shortest by the
     time it waited."""
     spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
     by_name: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for collective in matched(traces, [step]):
+    for collective in shared:
         shortest = min(end - start for start, end in collective.spans.values())
         for rank, (start, end) in collective.spans.items():
             dur = end - start
@@ -106,6 +107,26 @@ def _waits(traces: Mapping[int, RankTrace], step: int
                 by_name[rank][collective.name] += dur - shortest
     return ({r: _pairs(spans.get(r, [])) for r in traces},
             {r: dict(v) for r, v in by_name.items()})
+
+
+def _arrival_lags(traces: Mapping[int, RankTrace], shared: list[Collective],
+                  placement: Placement) -> dict[int, float]:
+    """Per rank on the common clock, the most it arrived after every other rank at one of a
+    step's ``shared`` collectives (µs, 0 if never last): what the waits mean, measured on one
+    clock rather than read from durations. Only ranks that the placement aligned count."""
+    lags: dict[int, float] = {}
+    for collective in shared:
+        starts = {rank: at for rank, (start, _) in collective.spans.items()
+                  if (at := placement.on_one_clock(rank, traces[rank].base_ns / 1e3 + start))
+                  is not None}
+        if len(starts) < 2:
+            continue
+        ordered = sorted(starts, key=starts.__getitem__)
+        last, before = ordered[-1], ordered[-2]
+        lags[last] = max(lags.get(last, 0.0), starts[last] - starts[before])
+        for rank in ordered[:-1]:
+            lags.setdefault(rank, 0.0)
+    return lags
 
 
 def _mean(values: list[float]) -> float:
@@ -118,11 +139,16 @@ def _round(value: float) -> float:
 
 def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_MS,
             min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False,
-            left_out: list[int] | None = None) -> dict[str, Any]:
+            left_out: list[int] | None = None, placement: Placement | None = None
+            ) -> dict[str, Any]:
     """The diagnosis of ranks' traces: per rank and step, stragglers, findings. The steps are
     those every rank profiled, less the last one unless ``last_step`` (as HTA drops it: the
     trace is exported as it ends, and a collective of it may run into the export).
-    ``left_out``: the job's ranks that have no trace here."""
+    ``left_out``: the job's ranks that have no trace here. ``placement``: the ranks' clocks on
+    one (:func:`~aorta_core.reports.timeline_clocks.fit_clocks`), for the stragglers' arrival
+    lag; without it they are fitted here."""
+    if placement is None:
+        placement = fit_clocks(traces, traces, lambda _: None)
     steps = sorted(set.intersection(*(set(t.steps) for t in traces.values())))
     if len(steps) > 1 and not last_step:
         steps = steps[:-1]
@@ -131,8 +157,12 @@ def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_M
     waited_in: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     hosts: dict[int, list[tuple[float, str | None]]] = defaultdict(list)
     rows: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    lags: dict[int, list[float]] = defaultdict(list)
     for step in steps:
-        waits, names = _waits(traces, step)
+        shared = matched(traces, [step])
+        waits, names = _waits(traces, shared)
+        for rank, lag in _arrival_lags(traces, shared, placement).items():
+            lags[rank].append(lag / 1e3)
         for rank, trace in traces.items():
             a, b = trace.steps[step]
             done = trace.breakdown[step]
@@ -153,6 +183,8 @@ def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_M
             "mean": {k: _round(v) for k, v in means[rank].items()},
         }
     stragglers = _stragglers(means, rows, hosts, waited_in, min_excess_ms, min_excess_pct)
+    for entry in stragglers:
+        _add_arrival_lag(entry, lags, placement)
     measured = [statistics.median(rows[r][i]["step_ms"] for r in rows) for i in range(len(steps))]
     return {"steps": steps, "ranks": {str(r): v for r, v in ranks.items()},
             "stragglers": stragglers, "findings": _findings(means, stragglers, left_out or []),
@@ -220,6 +252,23 @@ def _stragglers(means: Mapping[int, Mapping[str, float]],
     return sorted(out, key=lambda s: -s["excess_ms_per_step"])
 
 
+def _add_arrival_lag(entry: dict[str, Any], lags: Mapping[int, list[float]],
+                     placement: Placement) -> None:
+    """A straggler's arrival lag on one clock (median over steps of each step's
+    :func:`_arrival_lags`) and its bound: the two ranks' alignment bounds; ``None``, with the
+    reason, for a rank the alignment left on its own clock."""
+    rank = entry["rank"]
+    if not lags.get(rank):
+        entry["arrival_lag_ms_per_step"] = None
+        entry["arrival_lag_note"] = placement.entries.get(str(rank), {}).get(
+            "reason", "it shares no collective with another aligned rank")
+        return
+    others = max((placement.bound_us(int(r)) for r in placement.entries if int(r) != rank),
+                 default=0.0)
+    entry["arrival_lag_ms_per_step"] = _round(statistics.median(lags[rank]))
+    entry["arrival_lag_bound_ms"] = _round((placement.bound_us(rank) + others) / 1e3)
+
+
 def _ranks_text(ranks: list[int]) -> str:
     """``rank 1``, ``ranks 0 and 2``, ``ranks 0, 2-127``: runs of 3 or more as a range."""
     words, start = [], 0
@@ -248,6 +297,11 @@ def _findings(means: Mapping[int, Mapping[str, float]], stragglers: list[dict[st
             text += f"; {_ranks_text(s['waiting_ranks'])} {verb} for it"
             if s["waited_in"]:
                 text += " in " + ", ".join(s["waited_in"])
+        if s.get("arrival_lag_ms_per_step"):
+            lag, bound = s["arrival_lag_ms_per_step"], s["arrival_lag_bound_ms"]
+            text += (f" (it arrives {lag:.1f} ms after the others, on one host's clock)"
+                     if not bound else
+                     f" (on one clock it arrives {lag:.1f} ms after the others, ±{bound:.2g} ms)")
         out.append({"ms_per_step": s["excess_ms_per_step"], "rank": s["rank"],
                     "category": s["category"], "text": text})
     if means:
@@ -409,7 +463,10 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
              f"waiting for {_ranks_text(left_out)} as exposed communication")
     telemetry = _telemetry(inputs, note)
     corrections = _correct_clocks(traces, telemetry, note)
-    result = analyse(traces, min_excess_ms, min_excess_pct, left_out=left_out)
+    placement = (fit_clocks(traces, traces, lambda _: None) if len(traces) > 1  # said in
+                 else Placement("collectives"))  # diagnosis.json, warned by the timeline
+    result = analyse(traces, min_excess_ms, min_excess_pct, left_out=left_out,
+                     placement=placement)
     if not result["steps"]:
         note("the ranks' traces share no ProfilerStep number; nothing to compare")
     return {"schema_version": SCHEMA_VERSION, "trial": str(trial.resolve()),
@@ -417,7 +474,8 @@ def diagnose_trial(trial: Path, record: Mapping[str, Any] | None = None,
             "thresholds": {"min_excess_ms": min_excess_ms, "min_excess_pct": min_excess_pct},
             **result, "left_out_ranks": left_out,
             "injected": _injected(telemetry, result["steps"]),
-            "clock_corrections": corrections, "warnings": notes}
+            "clock_corrections": corrections, "rank_alignment": placement.entries,
+            "warnings": notes}
 
 
 def write_diagnosis(trial: Path, record: Mapping[str, Any] | None = None,

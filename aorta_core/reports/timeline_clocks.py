@@ -17,7 +17,7 @@ the collectives could only add their own width to the bound.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,19 @@ class Placement:
     def applies_checks(self) -> bool:
         return self.align != "none"
 
+    def on_one_clock(self, rank: int, unix_us: float) -> float | None:
+        """Rank ``rank``'s Unix time (µs) on the reference rank's clock; ``None`` for a rank
+        left on its own host's clock."""
+        entry = self.entries.get(str(rank))
+        if entry is None or "reason" in entry:
+            return None
+        clock = self.clocks.get(rank)
+        return unix_us if clock is None else clock.place(unix_us)
+
+    def bound_us(self, rank: int) -> float:
+        """How far :meth:`on_one_clock` may place ``rank`` from the truth."""
+        return self.entries.get(str(rank), {}).get("bound_us", 0.0)
+
 
 def _on_host_clock(trace: RankTrace, inputs: RankInputs, trial: Path) -> None:
     """``trace`` moved as the timeline's clock check moves the file it was read from first."""
@@ -64,12 +77,10 @@ def _on_host_clock(trace: RankTrace, inputs: RankInputs, trial: Path) -> None:
 
 def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
                 warn: Callable[[str], None]) -> Placement:
-    """Fit every rank's clock (``align="collectives"``, two ranks or more); a rank left on its
-    own clock, or placed only within more than :data:`ALIGN_WARN_US`, is said in one line."""
-    placement = Placement(align)
+    """Fit every rank's clock (``align="collectives"``, two ranks or more) on its Kineto traces,
+    each first moved as its clock check moves it (:func:`fit_clocks`)."""
     if align != "collectives" or len(inputs) < 2:
-        return placement
-    from aorta_core.reports.rank_alignment import RankClock, align_ranks
+        return Placement(align)
     from aorta_core.reports.rank_traces import read_ranks
 
     read = read_ranks({rank: [t.source.path for t in found.traces if t.source.clock == "unix"]
@@ -77,6 +88,17 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
     traces = {rank: trace for rank, trace in read.items() if trace.steps}
     for rank, trace in traces.items():
         _on_host_clock(trace, inputs[rank], trial)
+    return fit_clocks(traces, inputs, warn)
+
+
+def fit_clocks(traces: Mapping[int, RankTrace], ranks: Iterable[int],
+               warn: Callable[[str], None]) -> Placement:
+    """Every rank of ``ranks`` on the lowest traced rank's clock, from ``traces`` (those with
+    profiled steps, on their host clocks); a rank left on its own clock, or placed only within
+    more than :data:`ALIGN_WARN_US`, is said in one line."""
+    from aorta_core.reports.rank_alignment import RankClock, align_ranks
+
+    placement = Placement("collectives")
     reference = min(traces, default=None)
     one_host = {rank for rank, trace in traces.items() if rank != reference
                 and trace.host is not None and trace.host == traces[reference].host}
@@ -90,7 +112,7 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
     if none_shared:  # one line, not one a rank
         warn(f"no rank shares a collective with rank {reference} in the steps both profiled; "
              "each stays on its own host's clock")
-    for rank in sorted(inputs):
+    for rank in sorted(ranks):
         clock = fitted.get(rank, f"rank {rank}: no readable Kineto trace with profiled steps "
                                  "to align it by; left on its own host's clock")
         if isinstance(clock, str):
@@ -105,7 +127,7 @@ def place_ranks(align: str, trial: Path, inputs: Mapping[int, RankInputs],
             "bound_us": round(clock.bound_us, 3), "collectives": clock.collectives,
             "method": clock.method}
         if clock.bound_us > ALIGN_WARN_US:
-            warn(f"rank {rank}: placed on rank {min(traces)}'s clock only within "
+            warn(f"rank {rank}: placed on rank {reference}'s clock only within "
                  f"{clock.bound_us / 1000:.3g} ms (the ranges of the collectives they share "
                  "are that wide); cross-rank times closer than that are not resolved")
     return placement

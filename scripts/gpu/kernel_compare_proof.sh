@@ -13,6 +13,7 @@
 #                unpacked, `python bench/proof_kernel_compare.py --out <dir> ...` compares again
 #   nvidia-smi.txt, setup.log
 set -u
+mkdir -p "$OUT"
 source "$(dirname "$0")/setup.sh" > "$OUT/setup.log" 2>&1
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 WORK=$(mktemp -d)

@@ -32,6 +32,7 @@ import pytest
 from needs import NO_GPU
 
 from aorta_core.reports.collectives import matched
+from aorta_core.reports.diagnose import diagnose_trial
 from aorta_core.reports.rank_alignment import DRIFT_LIMIT_PPM, RankClock, align_ranks
 from aorta_core.reports.rank_traces import RankTrace, read_ranks
 from aorta_core.reports.timeline import build_timeline
@@ -44,10 +45,11 @@ BENCH = ["device=cpu", "parallel=fsdp", "training.max_steps=12", "data.batch_siz
 CEILING_US = 10_000.0
 
 
-def _bench(trial: Path, nproc: int) -> Path:
+def _bench(trial: Path, nproc: int, *overrides: str) -> Path:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AORTA_")}
     proc = subprocess.run([TORCHRUN, "--standalone", f"--nproc_per_node={nproc}", "-m",
-                           "aorta_core.benchmark", *BENCH, f"output_dir={trial / 'benchmark'}"],
+                           "aorta_core.benchmark", *BENCH, f"output_dir={trial / 'benchmark'}",
+                           *overrides],
                           env={**env, **NO_GPU, "OMP_NUM_THREADS": "1"}, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -62,6 +64,12 @@ def two_ranks(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def four_ranks(tmp_path_factory) -> Path:
     return _bench(tmp_path_factory.mktemp("four"), 4)
+
+
+@pytest.fixture(scope="module")
+def slow_rank_1(tmp_path_factory) -> Path:
+    """2 ranks; rank 1 sleeps 50 ms before each step's data."""
+    return _bench(tmp_path_factory.mktemp("slow"), 2, "inject.rank=1", "inject.host_ms=50")
 
 
 def _file(trial: Path, rank: int) -> Path:
@@ -271,3 +279,26 @@ def test_a_timeline_whose_ranks_share_no_collective_says_it_once(two_ranks, tmp_
         "own host's clock"]
     entry = json.loads((tmp_path / "t.json").read_text())["otherData"]["rank_alignment"]["1"]
     assert entry["method"] == "host" and "shares no collective" in entry["reason"]
+
+
+def test_diagnose_measures_the_stragglers_lag_on_one_clock(slow_rank_1, tmp_path):
+    """Issue 43: diagnose fits the ranks' clocks as the timeline does (``rank_alignment`` in
+    diagnosis.json) and says how late the straggler arrives on that clock; with rank 1 moved as
+    if from another host (10 ms ahead, 50 ppm fast) its lag stays where the untouched trial
+    has it, within the bound stated, and agrees with what the others' waits say."""
+    moved = _other_host(slow_rank_1, tmp_path / "moved", 10_000.0, 50.0)
+    same, aligned = (diagnose_trial(trial, warn=lambda _: None) for trial in (slow_rank_1, moved))
+    entry = aligned["rank_alignment"]["1"]
+    assert entry["method"].startswith("collectives: ") and entry["collectives"] >= 90
+    assert abs(entry["offset_us"] + 10_000.0) <= entry["bound_us"], entry
+    assert same["rank_alignment"]["1"]["method"].startswith("host: on rank 0's host (")
+    (before,), (after,) = same["stragglers"], aligned["stragglers"]
+    assert before["rank"] == after["rank"] == 1 and before["arrival_lag_bound_ms"] == 0
+    assert after["arrival_lag_bound_ms"] == pytest.approx(entry["bound_us"] / 1e3, abs=1e-3)
+    assert abs(after["arrival_lag_ms_per_step"] - before["arrival_lag_ms_per_step"]) \
+        <= after["arrival_lag_bound_ms"] + 0.001, (before, after)
+    # what the waits (durations) say, on one host: rank 0 waits about as long as rank 1 lags
+    assert before["arrival_lag_ms_per_step"] == pytest.approx(before["wait_ms_per_step"]["0"],
+                                                              rel=0.2), before
+    assert before["arrival_lag_ms_per_step"] == pytest.approx(50, rel=0.2), before
+    assert "arrives" in next(f["text"] for f in aligned["findings"] if f["rank"] == 1)
