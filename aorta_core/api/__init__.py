@@ -13,7 +13,8 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
   ``check_regular``, ``read_limit``, ``FileRefused``, ``without_bom``; the files of an artifact
   folder at any depth: ``files_under``; JSON-safe numbers:
   ``json_number``; worker processes: ``parallel_map``, ``Mapped``, ``decoded_bytes``; a big
-  chrome trace decoded piece by piece, keeping what a reader needs: ``decode_pieces``;
+  chrome trace decoded piece by piece, keeping what a reader needs: ``decode_pieces``; a JSON
+  file of one document or several, one per line (Proton's chrome traces): ``decode_documents``;
 - Python launches: ``split_python``, ``PythonLaunch``, ``interpreter``, ``run_main``,
   ``exit_status``, ``exit_without_teardown``;
 - ranks: ``rank_from_env`` (a launcher's variables), ``rank_from_name`` (``rank<N>`` in a path),
@@ -72,6 +73,7 @@ _LAZY = {
     "union_length": "aorta_core.api.intervals",
     "pip_install": "aorta_core.api.install_hints",
     "decode_pieces": "aorta_core.api.trace_pieces",
+    "decode_documents": "aorta_core.api.json_lines",
     "demangle": "aorta_core.api.kernel_names", "kernel_key": "aorta_core.api.kernel_names",
     "signature": "aorta_core.api.kernel_names",
 }

@@ -24,6 +24,7 @@ from msgspec import UNSET, UnsetType
 
 from aorta_core.api.bom import without_bom
 from aorta_core.api.files import AtomicFile, mapped_limited, read_limited
+from aorta_core.api.json_lines import decode_documents
 from aorta_core.api.trace_pieces import decode_pieces
 
 #: Flow ids of one input file are shifted into their own block of this size.
@@ -88,6 +89,15 @@ def raw(obj: Any) -> msgspec.Raw:
     return msgspec.Raw(_ENCODER.encode(obj))
 
 
+def _documents(text: Any, decoder: msgspec.json.Decoder) -> Any:
+    """One trace of a file that holds one document or several, one per line (Proton 3.6 writes
+    one per GPU stream, timed from one start): the first, with every document's events."""
+    first, *more = decode_documents(text, decoder)
+    if more:
+        first.traceEvents = [ev for doc in (first, *more) for ev in doc.traceEvents]
+    return first
+
+
 def read_trace(path: Path, root: Path | None = None,
                decoder: msgspec.json.Decoder | None = None,
                pieces: tuple[msgspec.json.Decoder, Callable[[list[Any]], list[Any]]] | None = None
@@ -101,11 +111,11 @@ def read_trace(path: Path, root: Path | None = None,
     document comes back with the kept events and the fields written before them."""
     try:
         if decoder is None:
-            return _DECODER.decode(read_limited(path, root))
+            return _documents(read_limited(path, root), _DECODER)
         with mapped_limited(path, root) as data, without_bom(data) as text:
             done = decode_pieces(text, decoder, *pieces) if pieces else None
             if done is None:
-                doc = decoder.decode(text)
+                doc = _documents(text, decoder)
                 if pieces:
                     doc.traceEvents = pieces[1](doc.traceEvents)
                 return doc

@@ -25,6 +25,7 @@ import msgspec
 from aorta_core.api import (
     FileRefused,
     KernelRow,
+    decode_documents,
     files_under,
     json_number,
     read_limited,
@@ -32,6 +33,7 @@ from aorta_core.api import (
 )
 from aorta_proton.session import METADATA_FRAME
 
+_DECODER = msgspec.json.Decoder()
 _TIME = re.compile(r"time \((ns|us|ms|s)\)$", re.IGNORECASE)
 _NS_PER = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 TOP_N = 5
@@ -129,10 +131,11 @@ def _frames(tree: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             stack.extend(children)
 
 
-def _load(path: Path, root: Path) -> Any:
+def _load(path: Path, root: Path) -> list[Any] | None:
+    """The file's JSON documents (a chrome trace holds one per GPU stream, one per line)."""
     try:
         with without_bom(read_limited(path, root)) as text:
-            return msgspec.json.decode(text)
+            return decode_documents(text, _DECODER)
     except FileRefused as exc:  # a FIFO, a device, a link out of the folder, too large
         warnings.warn(f"{exc}; its metrics are omitted", stacklevel=3)
     except (OSError, msgspec.DecodeError) as exc:
@@ -143,9 +146,10 @@ def _load(path: Path, root: Path) -> Any:
 
 
 def _add_hatchet(path: Path, root: Path, totals: Totals) -> None:
-    tree = _load(path, root)
-    if tree is None:
+    documents = _load(path, root)
+    if documents is None:
         return
+    tree = documents[0] if len(documents) == 1 else None
     if not (isinstance(tree, list) and tree and isinstance(tree[0], dict) and "frame" in tree[0]):
         warnings.warn(f"{path.name} is not a Proton tree (no ROOT frame)", stacklevel=2)
         return
@@ -155,15 +159,15 @@ def _add_hatchet(path: Path, root: Path, totals: Totals) -> None:
 
 
 def _add_trace(path: Path, root: Path, totals: Totals) -> None:
-    trace = _load(path, root)
-    if trace is None:
+    documents = _load(path, root)
+    if documents is None:
         return
-    events = trace.get("traceEvents") if isinstance(trace, dict) else None
-    if not isinstance(events, list):
+    streams = [doc.get("traceEvents") if isinstance(doc, dict) else None for doc in documents]
+    if not all(isinstance(events, list) for events in streams):
         warnings.warn(f"{path.name} has no traceEvents list", stacklevel=2)
         return
     totals.readable += 1
-    for event in events:
+    for event in (event for events in streams for event in events):
         if not (isinstance(event, dict) and event.get("ph") == "X"):
             continue
         if event.get("cat") != "kernel" or not isinstance(event.get("name"), str):
