@@ -182,6 +182,14 @@ class TimelineSource:
     #: The name of a lane (an integer ``tid``) the file leaves unnamed; ``{tid}`` is its tid
     #: (Proton's tids are GPU streams: ``"stream {tid}"``).
     thread_name: str = "thread {tid}"
+    #: ``"relative"`` only: clock marks, ``(event name, not before, not after)`` with Unix ns:
+    #: the k-th mark of a name is the k-th event of that name in the trace (by ``ts``), which ran
+    #: within that wall-clock window (the collector stamped ``time.time_ns()`` around it, the
+    #: device synchronized on both sides). The core then places the trace where every mark fits
+    #: its window, the half-width of the offsets that fit being the bound, instead of centring it
+    #: in ``span``; two marks far apart also check that the trace's clock ran at the wall
+    #: clock's rate (``otherData.clock_checks``).
+    marks: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -306,7 +306,9 @@ def checked(value: Any, folder: Path, trial: Path) -> list[TimelineSource]:
         out.append(TimelineSource(
             path=path, clock=str.__str__(item.clock), span=str.__str__(item.span),
             rank=None if item.rank is None else int.__int__(item.rank),
-            error_bound_ms=float(item.error_bound_ms), thread_name=str.__str__(item.thread_name)))
+            error_bound_ms=float(item.error_bound_ms), thread_name=str.__str__(item.thread_name),
+            marks=tuple((str.__str__(name), int.__int__(low), int.__int__(high))
+                        for name, low, high in item.marks)))
     return out
 
 
@@ -332,4 +334,19 @@ def _problem(item: Any) -> str | None:
         return f"error_bound_ms {bound!r} for {item.path}; use a finite number >= 0"
     if not isinstance(item.thread_name, str):
         return f"thread_name {item.thread_name!r} for {item.path}; use text"
+    return _marks_problem(item)
+
+
+def _marks_problem(item: TimelineSource) -> str | None:
+    marks = item.marks
+    fix = f"for {item.path}; use (event name, not before, not after) tuples of Unix ns"
+    if not isinstance(marks, list | tuple):
+        return f"marks {marks!r} {fix}"
+    for mark in marks:
+        if not (isinstance(mark, list | tuple) and len(mark) == 3 and isinstance(mark[0], str)
+                and all(isinstance(t, int) and not isinstance(t, bool)
+                        and 0 <= t < UNIX_NS_LIMIT for t in mark[1:]) and mark[1] <= mark[2]):
+            return f"mark {mark!r} {fix} (not before <= not after)"
+    if marks and item.clock != "relative":
+        return f"marks for {item.path}, whose clock is {item.clock!r}; marks place a relative one"
     return None

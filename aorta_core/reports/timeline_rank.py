@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -165,6 +165,7 @@ class _Merge:
     clock: RankClock | None
     apply_checks: bool
     lanes: Lanes
+    rank: int = 0
     sources: list[dict[str, Any]] = field(default_factory=list)
     clock_checks: list[dict[str, Any]] = field(default_factory=list)
     forwarded: list[Any] = field(default_factory=list)
@@ -373,6 +374,38 @@ def _span(m: _Merge, path: Path, span: str, iterations: list[RankRecord], length
     return (low, high, "run_window") if high - low >= length_ns else None
 
 
+def _by_marks(m: _Merge, trace: Trace, timed: list[Event]) -> tuple[int, float] | None:
+    """The Unix ns of the trace's time 0 and its bound (ms) from the collector's clock marks:
+    where every marked event lies inside its wall-clock window (the k-th mark of a name is the
+    k-th event of that name); ``None``, after a line, where no placement fits them all."""
+    source, where = trace.source, f"rank {m.rank}: {trace.source.path.relative_to(m.trial)}"
+    named: dict[str, list[Event]] = defaultdict(list)
+    for ev in sorted(timed, key=lambda ev: ev.ts):
+        named[ev.name or ""].append(ev)
+    lows, highs, seen = [], [], Counter()  # ints: Unix ns are past a double's ns precision
+    for name, not_before, not_after in source.marks:
+        index, seen[name] = seen[name], seen[name] + 1
+        if index < len(named[name]):
+            ev = named[name][index]
+            lows.append(not_before - round(ev.ts * 1000))
+            highs.append(not_after - round((ev.ts + (ev.dur or 0)) * 1000))
+    used = len(lows)
+    low, high = (max(lows), min(highs)) if used else (0, 0)
+    entry: dict[str, Any] = {"rank": m.rank, "file": str(source.path.relative_to(m.trial)),
+                             "markers": used, "kind": "clock marks"}
+    m.clock_checks.append(entry)
+    if not used or low > high:
+        entry["verdict"] = "inconsistent" if used else "no marked event"
+        said = (f"no single placement puts its {used} clock marks inside their wall-clock "
+                "windows (its clock ran at another rate?)" if used else
+                f"none of its {len(source.marks)} clock marks names an event of the trace")
+        m.warn(f"{where}: {said}; placed by its span instead")
+        return None
+    bound = round((high - low) / 2 / 1e6, 6)
+    entry |= {"verdict": "placed", "time_zero_unix_ns": [low, high], "error_bound_ms": bound}
+    return (low + high) // 2, bound
+
+
 def _place_relative(m: _Merge, trace: Trace, doc: TraceDoc, iterations: list[RankRecord]
                     ) -> tuple[float, dict[str, Any]]:
     """The shift (µs) that centres a trace of relative times in the span it must lie in (half
@@ -383,8 +416,12 @@ def _place_relative(m: _Merge, trace: Trace, doc: TraceDoc, iterations: list[Ran
     first = min((ev.ts for ev in timed), default=0.0)
     length_ns = round((max((ev.ts + (ev.dur or 0) for ev in timed), default=first) - first)
                       * 1000)
-    span = _span(m, path, trace.source.span, iterations, length_ns)
-    if span is None:
+    marked = _by_marks(m, trace, timed) if trace.source.marks else None
+    span = None if marked else _span(m, path, trace.source.span, iterations, length_ns)
+    if marked:
+        zero, bound = marked
+        start, method = zero + round(first * 1000), "clock_marks"
+    elif span is None:
         start, bound, method = m.origin or 0, None, "unaligned"
         m.warn(f"{path}: no anchor for a trace of relative times (no benchmark iterations to "
                "lie in, no run span in record.json); placed at the timeline's origin, not "
@@ -510,7 +547,8 @@ def merge_rank(job: RankJob) -> RankMerged:
     """Read one rank's files and write its events and lane metadata to ``job.fragment``."""
     notes: list[str] = []
     m = _Merge(job.trial, job.selection, job.record, notes.append, job.origin, job.clock,
-               job.apply_checks, Lanes(job.first_lane_id, job.lane_id_step, job.first_flow_block))
+               job.apply_checks, Lanes(job.first_lane_id, job.lane_id_step, job.first_flow_block),
+               job.rank)
     rank, inputs = job.rank, job.inputs
     traces = _read_traces(m.trial, inputs.traces, m.warn)
     unix = [(trace, doc) for trace, doc in traces if trace.source.clock == "unix"]

@@ -11,4 +11,15 @@ timeout 240 python3 -m aorta_core trials=1 collector=proton collector.proton.mod
 grep -h "warning" "$OUT/proton.log" | sort | uniq -c | head -20
 find "$OUT/sweep" -name '*.chrome_trace' -exec ls -la {} \; -exec sh -c \
   'python3 -c "import sys; d=open(sys.argv[1],\"rb\").read(); print(len(d), d[:200], d[-200:])" "$1"' _ {} \;
+find "$OUT/sweep" -name '*.marks.jsonl' -exec cat {} \;
+python3 - "$OUT/sweep" <<'PY'
+import glob, json, sys
+for path in glob.glob(f"{sys.argv[1]}/cells/*/trial_*/timeline.json"):
+    other = json.load(open(path))["otherData"]
+    print("sources:", json.dumps([s for s in other["sources"] if s["kind"] == "proton"]))
+    print("clock_checks:", json.dumps(other["clock_checks"]))
+for path in glob.glob(f"{sys.argv[1]}/cells/*/trial_*/record.json"):
+    metrics = json.load(open(path)).get("metrics", {})
+    print({k: v for k, v in metrics.items() if k.startswith("proton_") and "top" not in k})
+PY
 tar czf "$OUT/sweep.tgz" -C "$OUT" sweep && rm -rf "${OUT:?}/sweep"

@@ -225,3 +225,60 @@ def test_ranks_are_merged_in_workers_so_the_parent_holds_no_decoded_trace(tmp_pa
     names = _names(doc, "process_name")
     per_rank = Counter(name.split(" · ")[0] for name in names.values())
     assert per_rank == dict.fromkeys(("rank 0", "rank 1", "rank 2", "rank 3"), 3)  # each apart
+
+
+def _marked_trial(tmp_path: Path, shifts_us: list[tuple[float, float]]) -> tuple[Path, int, list]:
+    """The vecadd trace as a Proton trial with clock marks on its first and last kernels: the
+    k-th window opens ``shifts_us[k][0]`` before the kernel (were time 0 at ``zero``) and closes
+    ``shifts_us[k][1]`` after it, as ``aorta_proton.clock_marks`` writes them."""
+    trial = tmp_path / "trial_000"
+    (trial / "proton").mkdir(parents=True)
+    shutil.copy(PROTON / "trace_vecadd.chrome_trace", trial / "proton/proton.chrome_trace")
+    shutil.copy(PROTON / "trace_vecadd.record.json", trial / "record.json")
+    record = json.loads((trial / "record.json").read_text())
+    zero = int(datetime.fromisoformat(record["started_at"]).timestamp()) * 10**9 + 10**9
+    events = sorted(json.loads((PROTON / "trace_vecadd.chrome_trace").read_text())["traceEvents"],
+                    key=lambda e: e["ts"])
+    marked = [events[0], events[-1]]
+    with (trial / "proton/proton.marks.jsonl").open("w") as out:
+        for event, (before, after) in zip(marked, shifts_us, strict=True):
+            out.write(json.dumps({
+                "kernel": event["name"],
+                "not_before_unix_ns": zero + round((event["ts"] - before) * 1000),
+                "not_after_unix_ns": zero + round((event["ts"] + event["dur"] + after) * 1000),
+            }) + "\n")
+    return trial, zero, events
+
+
+@needs("aorta_proton")
+def test_clock_marks_place_a_proton_trace_on_the_wall_clock(tmp_path):
+    """Issue 43: with the session's clock marks beside it, the trace is placed where both marked
+    kernels lie in their windows (time 0 within [zero - 10, zero + 30] µs: placed at zero + 10,
+    bound 20 µs) instead of centred in the run; the check is listed in clock_checks."""
+    trial, zero, events = _marked_trial(tmp_path, [(20.0, 30.0), (10.0, 40.0)])
+    done = build_timeline(trial)
+    doc = json.loads(done.path.read_text())
+    source = doc["otherData"]["sources"][0]
+    assert source["alignment"] == "clock_marks"
+    assert source["first_event_unix_ns"] == zero + 10_000 + round(events[0]["ts"] * 1000)
+    assert source["error_bound_ms"] == 0.02
+    (check,) = doc["otherData"]["clock_checks"]
+    assert check == {"rank": 0, "file": "proton/proton.chrome_trace", "markers": 2,
+                     "kind": "clock marks", "verdict": "placed",
+                     "time_zero_unix_ns": [zero - 10_000, zero + 30_000], "error_bound_ms": 0.02}
+
+
+@needs("aorta_proton")
+def test_clock_marks_no_placement_fits_say_so_and_the_run_places_it(tmp_path):
+    """The end mark's window 1 ms earlier than the start mark allows (a clock at another
+    rate): one line, the verdict ``inconsistent``, and the trace centred in its run as without
+    marks."""
+    trial, _, _ = _marked_trial(tmp_path, [(20.0, 30.0), (1010.0, -990.0)])
+    warned: list[str] = []
+    done = build_timeline(trial, warn=warned.append)
+    doc = json.loads(done.path.read_text())
+    assert doc["otherData"]["sources"][0]["alignment"] == "run_window"
+    assert doc["otherData"]["clock_checks"][0]["verdict"] == "inconsistent"
+    assert warned == ["rank 0: proton/proton.chrome_trace: no single placement puts its 2 clock "
+                      "marks inside their wall-clock windows (its clock ran at another rate?); "
+                      "placed by its span instead"]

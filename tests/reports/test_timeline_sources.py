@@ -200,3 +200,32 @@ def test_a_failing_collector_costs_one_line_and_its_own_lanes(site, tmp_path):
     assert sorted(s["file"] for s in json.loads(
         (trial / "timeline.json").read_text())["otherData"]["sources"]) == \
         ["lanes/relative.json", "lanes/unix.json", "mine/kineto.json"]
+
+
+@pytest.mark.parametrize(("marks", "said"), [
+    ([("k", 5, 1)], "mark ('k', 5, 1) for t.json; use (event name, not before, not after) "
+                    "tuples of Unix ns (not before <= not after)"),
+    ([("k", 1.5, 2)], "mark ('k', 1.5, 2) for t.json; use (event name, not before, not after) "
+                      "tuples of Unix ns (not before <= not after)"),
+    ("k", "marks 'k' for t.json; use (event name, not before, not after) tuples of Unix ns"),
+])
+def test_clock_marks_that_place_nothing_are_named(tmp_path, marks, said):
+    """A collector's ``TimelineSource.marks`` are checked like its other fields: the first
+    thing wrong, in one line."""
+    from aorta_core import TimelineSource
+    from aorta_core.reports.timeline_inputs import checked
+
+    with pytest.raises(ValueError) as caught:
+        checked([TimelineSource("t.json", clock="relative", marks=marks)], tmp_path, tmp_path)
+    assert str(caught.value) == said
+
+
+def test_clock_marks_are_for_a_relative_trace(tmp_path):
+    from aorta_core import TimelineSource
+    from aorta_core.reports.timeline_inputs import checked
+
+    with pytest.raises(ValueError, match=r"marks for t\.json, whose clock is 'unix'; marks place"):
+        checked([TimelineSource("t.json", clock="unix", marks=[("k", 1, 2)])], tmp_path, tmp_path)
+    (source,) = checked([TimelineSource("t.json", clock="relative", marks=[["k", 1, 2]])],
+                        tmp_path, tmp_path)
+    assert source.marks == (("k", 1, 2),)

@@ -5,8 +5,9 @@ metrics are exclusive, so every frame below ROOT that carries ``time (<unit>)`` 
 total, ``cycles`` one intra-kernel scope's, ``num_samples`` PC samples. ROOT holds placeholders
 and ``__proton_launch_metadata`` subtrees are launch-hook bookkeeping; both are skipped (as
 ``proton-viewer`` does). ``.chrome_trace`` files (``data: trace``) give kernel events
-(``cat: "kernel"``, ``dur`` in µs). Several files are summed. Nothing here raises: a bad file
-costs its metrics and a warning. Files are read through the core's bounded reader (regular
+(``cat: "kernel"``, ``dur`` in µs; aorta's clock marks left out), every GPU stream's document
+of a file. Several files are summed. Nothing here raises: a bad file costs its metrics and a
+warning. Files are read through the core's bounded reader (regular
 files inside the folder, within the read limit); counts are published JSON-safe.
 """
 
@@ -31,6 +32,7 @@ from aorta_core.api import (
     read_limited,
     without_bom,
 )
+from aorta_proton.clock_marks import MARK_KERNEL
 from aorta_proton.session import METADATA_FRAME
 
 _DECODER = msgspec.json.Decoder()
@@ -170,7 +172,8 @@ def _add_trace(path: Path, root: Path, totals: Totals) -> None:
     for event in (event for events in streams for event in events):
         if not (isinstance(event, dict) and event.get("ph") == "X"):
             continue
-        if event.get("cat") != "kernel" or not isinstance(event.get("name"), str):
+        if event.get("cat") != "kernel" or not isinstance(event.get("name"), str) \
+                or event["name"] == MARK_KERNEL:  # aorta's clock marks, not the workload's
             continue
         dur = _number(event.get("dur"))
         if dur is not None:

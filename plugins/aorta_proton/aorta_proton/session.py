@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from aorta_proton import clock_marks
+
 #: Prefix of the launch-hook bookkeeping frames Proton adds (``proton-viewer`` drops them).
 METADATA_FRAME = "__proton_launch_metadata"
+#: The backends whose ``data=trace`` traces time kernels (the instrumentation backend's trace
+#: holds cycles inside kernels): their traces get clock marks.
+_TIMED_BACKENDS = (None, "cupti", "roctracer")
+#: The profile name of the running trace session whose clock is marked; ``None``: none.
+_marked: str | None = None
 
 
 def split_mode(spec: str) -> tuple[str, dict[str, str]]:
@@ -69,10 +76,18 @@ def start(
     )
     if exclusive:
         _ignore_payload_starts()
+    global _marked
+    _marked = name if data == "trace" and backend in _TIMED_BACKENDS else None
+    if _marked:
+        clock_marks.mark(_marked, times=2)  # the first launch compiles: a wide window
 
 
 def finalize() -> None:
-    """Write every open Proton session to disk."""
+    """Write every open Proton session to disk (a trace's clock marked first)."""
     import triton.profiler as proton
 
+    global _marked
+    if _marked:
+        clock_marks.mark(_marked)
+        _marked = None
     proton.finalize()
