@@ -282,3 +282,63 @@ def test_clock_marks_no_placement_fits_say_so_and_the_run_places_it(tmp_path):
     assert warned == ["rank 0: proton/proton.chrome_trace: no single placement puts its 2 clock "
                       "marks inside their wall-clock windows (its clock ran at another rate?); "
                       "placed by its span instead"]
+
+
+PROTON_H100 = REPO / "plugins/aorta_proton/tests/fixtures/h100"
+
+
+def _streams_trial(tmp_path: Path) -> Path:
+    trial = tmp_path / "trial_000"
+    (trial / "proton").mkdir(parents=True)
+    for suffix in ("chrome_trace", "marks.jsonl"):
+        shutil.copy(PROTON_H100 / f"env_trace_streams.{suffix}", trial / f"proton/proton.{suffix}")
+    shutil.copy(PROTON_H100 / "env_trace_streams.record.json", trial / "record.json")
+    return trial
+
+
+@needs("aorta_proton")
+def test_proton_lane_of_three_streams_on_the_wall_clock_by_its_marks(tmp_path):
+    """Issue 43, on the H100 capture (fixtures/h100): Proton 3.6 wrote one JSON document per
+    GPU stream, one per line (the timeline had warned "not valid JSON (trailing characters at
+    byte 131568)" and dropped the lane); every stream's kernels are merged, and the trace sits
+    where its three clock marks fit their windows, as computed here from the files."""
+    trial = _streams_trial(tmp_path)
+    streams = [json.loads(line)["traceEvents"]
+               for line in (trial / "proton/proton.chrome_trace").read_text().splitlines()]
+    warned: list[str] = []
+    done = build_timeline(trial, warn=warned.append)
+    assert warned == [] and done.events == {"proton": sum(map(len, streams))}
+    doc = json.loads(done.path.read_text())
+    assert set(_names(doc, "thread_name").values()) == {"stream 7", "stream 20", "stream 32"}
+    marks = [json.loads(line) for line in (trial / "proton/proton.marks.jsonl").open()]
+    kernels = sorted((e for events in streams for e in events if e["name"] == "aorta_clock_mark"),
+                     key=lambda e: e["ts"])
+    pairs = list(zip(marks, kernels, strict=True))
+    low = max(m["not_before_unix_ns"] - round(k["ts"] * 1000) for m, k in pairs)
+    high = min(m["not_after_unix_ns"] - round((k["ts"] + k["dur"]) * 1000) for m, k in pairs)
+    (check,) = doc["otherData"]["clock_checks"]
+    assert check["verdict"] == "placed" and check["markers"] == 3 == len(kernels)
+    assert check["time_zero_unix_ns"] == [low, high] and 0 < high - low < 100_000  # < 100 µs
+    source = doc["otherData"]["sources"][0]
+    assert source["alignment"] == "clock_marks"
+    assert source["first_event_unix_ns"] == (low + high) // 2  # the first kernel is at ts 0
+    origin = doc["otherData"]["origin_unix_ns"]
+    placed = [e for e in doc["traceEvents"] if e.get("name") == "aorta_clock_mark"]
+    for mark, event in zip(marks, sorted(placed, key=lambda e: e["ts"]), strict=True):
+        start_ns = origin + event["ts"] * 1000
+        assert mark["not_before_unix_ns"] - 1000 <= start_ns  # within a µs of float rounding
+        assert start_ns + event["dur"] * 1000 <= mark["not_after_unix_ns"] + 1000
+
+
+@needs("aorta_proton")
+def test_proton_metrics_read_every_stream_and_leave_the_marks_out(tmp_path):
+    from aorta_proton.parse import kernel_rows, parse
+
+    trial = _streams_trial(tmp_path)
+    events = [e for line in (trial / "proton/proton.chrome_trace").read_text().splitlines()
+              for e in json.loads(line)["traceEvents"]]
+    workload = [e for e in events if e["name"] != "aorta_clock_mark"]
+    metrics = parse(trial / "proton")
+    assert metrics["proton_kernel_count"] == len(workload) == len(events) - 3
+    assert abs(metrics["proton_gpu_time_ms"] - sum(e["dur"] for e in workload) / 1e3) < 1e-9
+    assert "aorta_clock_mark" not in {row.name for row in kernel_rows(trial / "proton")}

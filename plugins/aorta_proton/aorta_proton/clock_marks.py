@@ -27,11 +27,15 @@ MARK_KERNEL = "aorta_clock_mark"
 MARKS_SUFFIX = ".marks.jsonl"
 
 _kernel: Any = None
+_counter: Any = None
 
 
-def _mark_kernel() -> Any:
-    global _kernel
+def _mark_kernel() -> tuple[Any, Any]:
+    """The kernel and its one int of device memory (``torch.empty``: allocating launches no
+    kernel of its own into the profile)."""
+    global _kernel, _counter
     if _kernel is None:
+        import torch
         import triton
         import triton.language as tl
 
@@ -39,8 +43,8 @@ def _mark_kernel() -> Any:
         def aorta_clock_mark(counter):
             tl.store(counter, tl.load(counter) + 1)
 
-        _kernel = aorta_clock_mark
-    return _kernel
+        _kernel, _counter = aorta_clock_mark, torch.empty(1, dtype=torch.int32, device="cuda")
+    return _kernel, _counter
 
 
 def mark(name: str, times: int = 1) -> bool:
@@ -52,7 +56,7 @@ def mark(name: str, times: int = 1) -> bool:
 
         if not torch.cuda.is_initialized():
             return False
-        kernel, counter = _mark_kernel(), torch.zeros(1, dtype=torch.int32, device="cuda")
+        kernel, counter = _mark_kernel()
         windows = []
         for _ in range(times):
             torch.cuda.synchronize()
