@@ -311,6 +311,8 @@ def _trial_or_sweep(path: Path) -> bool:
 
 
 def cmd_timeline(ns: argparse.Namespace) -> int:
+    # its workers merge the ranks and read them for the alignment (numpy, as diagnose's)
+    prestart("aorta_core.reports.timeline_rank", "aorta_core.reports.rank_traces", min_cores=2)
     from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
 
     path = Path(ns.path)
