@@ -40,15 +40,10 @@ from aorta_core.api.parallel import parallel_map
 from aorta_core.engine.isolation import DEFAULT_HOOK_TIMEOUT_S
 from aorta_core.engine.progress import warning_line
 from aorta_core.engine.records import RECORD_NAME, BadRecord, load_record
+from aorta_core.reports.relative_traces import record_start
 from aorta_core.reports.timeline_clocks import place_ranks
 from aorta_core.reports.timeline_inputs import RankInputs, discover, read_telemetry
-from aorta_core.reports.timeline_rank import (
-    RankJob,
-    first_event,
-    merge_need,
-    merge_rank,
-    record_start,
-)
+from aorta_core.reports.timeline_rank import RankJob, first_event, merge_need, merge_rank
 from aorta_core.reports.trace_events import TraceWriter
 
 if TYPE_CHECKING:
