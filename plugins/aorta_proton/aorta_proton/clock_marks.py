@@ -4,12 +4,12 @@ Proton 3.6/3.7 times a ``data=trace`` trace from its first kernel, with no absol
 mark is one tiny Triton kernel, :data:`MARK_KERNEL`, run with the device synchronized and
 ``time.time_ns()`` stamped on both sides: the kernel ran inside that window, so where the trace
 puts it ties the trace's time to the wall clock within half the window. The session marks right
-after Proton starts (twice: the first launch also compiles the kernel, a wide but valid window)
-and right before it finalizes; the core places the trace where every mark fits its window
-(``TimelineSource.marks``), and the start and end marks, seconds apart, check that Proton's clock
-ran at the wall clock's rate. Marks are made only in a process that already uses the GPU
-(``torch.cuda.is_initialized()``): they never start CUDA in a process that would not have. The
-mark kernels are left out of the kernel metrics.
+after Proton starts and right before it finalizes (the process's first mark runs the kernel
+twice: that launch also compiles it, a wide but valid window); the core places the trace where
+every mark fits its window (``TimelineSource.marks``), and the start and end marks, seconds
+apart, check that Proton's clock ran at the wall clock's rate. Marks are made only in a process
+that already uses the GPU (``torch.cuda.is_initialized()``): they never start CUDA in a process
+that would not have. The mark kernels are left out of the kernel metrics.
 
 Imports Triton and torch only when called, and nothing from aorta_core (it runs in the
 workload's process).
@@ -47,15 +47,16 @@ def _mark_kernel() -> tuple[Any, Any]:
     return _kernel, _counter
 
 
-def mark(name: str, times: int = 1) -> bool:
-    """Run the mark kernel ``times`` times, each window appended to ``<name>.marks.jsonl``;
-    ``False`` (nothing written) where this process does not use a GPU through torch or the
-    kernel cannot run."""
+def mark(name: str) -> bool:
+    """Run the mark kernel (twice the first time in this process: that launch also compiles it,
+    a wide window), each window appended to ``<name>.marks.jsonl``; ``False`` (nothing written)
+    where this process does not use a GPU through torch or the kernel cannot run."""
     try:
         import torch
 
         if not torch.cuda.is_initialized():
             return False
+        times = 1 if _kernel is not None else 2
         kernel, counter = _mark_kernel()
         windows = []
         for _ in range(times):

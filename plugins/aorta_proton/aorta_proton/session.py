@@ -79,7 +79,7 @@ def start(
     global _marked
     _marked = name if data == "trace" and backend in _TIMED_BACKENDS else None
     if _marked:
-        clock_marks.mark(_marked, times=2)  # the first launch compiles: a wide window
+        clock_marks.mark(_marked)
 
 
 def finalize() -> None:
