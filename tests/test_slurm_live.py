@@ -190,3 +190,83 @@ def test_a_workload_that_srun_starts_alone_names_its_ranks_from_slurm(tmp_path: 
     assert done.returncode == 0, done.stderr[-2000:]
     assert sorted(line for line in done.stdout.splitlines() if line.startswith("rank ")) == [
         "rank 0 local 0", "rank 1 local 0"]
+
+
+#: The tools' Slurm settings on this cluster: it schedules no memory.
+TOOL_SLURM = "mem_gb=none,time=10,folder={folder}"
+H200_TRACE = (REPO / "plugins/aorta_torchprof/tests/fixtures/cuda_h200_bench/torchprof/rank0"
+              / "rank0_step4.pt.trace.json.gz")
+
+
+def _eight_ranks(trial: Path) -> Path:
+    """The H200 benchmark trace as eight ranks' (``distributedInfo.rank`` rewritten)."""
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress(H200_TRACE.read_bytes()))
+    for rank in range(8):
+        doc["distributedInfo"].update(rank=rank, world_size=8)
+        folder = trial / "torchprof" / f"rank{rank}"
+        folder.mkdir(parents=True)
+        (folder / f"rank{rank}_step4.pt.trace.json").write_text(json.dumps(doc))
+    return trial
+
+
+@needs(SUBMITIT, "aorta_torchprof")
+def test_the_tools_read_eight_ranks_as_slurm_tasks_and_give_what_a_local_read_gives(
+        tmp_path: Path):
+    """Issue 44: ``aorta parse torchprof``, ``aorta diagnose`` and ``aorta timeline`` with
+    ``--slurm``: every rank file a task of a job array (one array per map), the output the same
+    bytes as the same command run here."""
+    trial = _eight_ranks(tmp_path / "trial_000")
+    jobs = tmp_path / "jobs"
+    slurm = ["--slurm", TOOL_SLURM.format(folder=jobs)]
+    commands = {"parse": ["parse", "torchprof", str(trial / "torchprof")],
+                "diagnose": ["diagnose", str(trial), "--json"],
+                "timeline": ["timeline", str(trial), "--output", "{out}"]}
+    arrays = 0
+    for name, argv in commands.items():
+        outputs = []
+        for where, extra in (("slurm", slurm), ("here", [])):
+            out = tmp_path / f"{name}_{where}.json"
+            done = run_aorta([*(a.format(out=out) for a in argv), *extra], cwd=tmp_path,
+                             timeout=600)
+            assert done.returncode == 0, done.stderr
+            outputs.append(out.read_bytes() if name == "timeline" else done.stdout)
+        assert outputs[0] == outputs[1], name
+        made = {p.name.split("_")[0] for p in jobs.iterdir() if "_" in p.name}
+        assert len(made) > arrays, name  # this command submitted its own array(s)
+        arrays = len(made)
+    tasks = [p.name for p in jobs.iterdir() if "_" in p.name and p.is_dir()]
+    assert len(tasks) >= 3 * 8, sorted(tasks)
+
+
+def dies(job: tuple[str, str, int]) -> str:
+    """A task that kills itself (SIGKILL) the first ``times`` times it runs for ``name``."""
+    import signal
+
+    folder, name, times = job
+    runs = Path(folder) / name
+    ran = len(runs.read_text()) if runs.exists() else 0
+    runs.write_text("x" * (ran + 1))
+    if ran < times:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return name
+
+
+@needs(SUBMITIT)
+def test_a_lost_task_runs_once_more_and_a_second_loss_is_named(tmp_path: Path, monkeypatch):
+    """A task killed outright is submitted again, alone; killed again, its item's error names
+    the Slurm job, its state and its log; the other items are untouched."""
+    from aorta_core.api.parallel import SLURM_ENV, parallel_map
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the task imports dies here
+    monkeypatch.setenv(SLURM_ENV, TOOL_SLURM.format(folder=tmp_path / "jobs"))
+    items = [(str(tmp_path), "never", 0), (str(tmp_path), "once", 1), (str(tmp_path), "twice", 2)]
+    done = list(parallel_map(dies, items))
+    assert [d.value for d in done] == ["never", "once", None]
+    assert [len((tmp_path / name).read_text()) for name in ("never", "once", "twice")] == [1, 2, 2]
+    error = done[2].error
+    assert error.startswith("Slurm job ") and " ended FAILED without a result, twice (its log: " \
+        in error, error
+    assert error.endswith("_0_log.err)") and Path(error.split("its log: ")[1][:-1]).is_file()

@@ -21,6 +21,8 @@ events), and a file that exhausts memory costs that file, never the caller:
   the call (a collector hook's isolation) records them as if ``fn`` had run in-process;
 - workers get the caller's environment as it is at the call, so the read limit
   (``AORTA_READ_LIMIT_MB``) holds there too;
+- with ``AORTA_SLURM`` set, each item is a task of a Slurm job array instead
+  (:mod:`aorta_core.api.slurm_map`), for traces one host cannot hold;
 - inside :func:`shared_workers` (a command that maps several times, e.g. every trial's
   traces), the calls share one pool: its workers start once, keep the modules ``fn`` imported,
   and end when the block does; outside it each call starts and ends its own. A block stopped
@@ -53,6 +55,8 @@ if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first 
 
 #: Caps the worker processes of every :func:`parallel_map` (e.g. ``1`` on a shared login node).
 WORKERS_ENV = "AORTA_WORKERS"
+#: Set: every :func:`parallel_map` runs its items as Slurm jobs (:mod:`.slurm_map`).
+SLURM_ENV = "AORTA_SLURM"
 _MIB = 1 << 20
 
 T = TypeVar("T")
@@ -445,6 +449,11 @@ def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
     """
     items = list(items)
     needs = [need(item) if need else 0 for item in items]
+    if os.environ.get(SLURM_ENV) is not None:  # each item a task of a Slurm job array
+        from aorta_core.api.slurm_map import settings_from_env, slurm_map
+
+        yield from slurm_map(fn, items, needs, settings_from_env())
+        return
     free = available_memory() if need else None
     count = _workers(len(items), workers)
     refused = {i for i, n in enumerate(needs) if free is not None and n > free}

@@ -420,6 +420,15 @@ def _add_hook_timeout(parser: argparse.ArgumentParser) -> None:
                              f"({DEFAULT_HOOK_TIMEOUT_S:g}; none: no limit)")
 
 
+def _add_slurm(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slurm", metavar="KEY=VALUE,...",
+                        help="read each rank's (file's) traces in a Slurm job array task instead "
+                             "of a local worker (docs/scaling.md): partition, time (min), "
+                             "account, qos, constraint, cpus, mem_factor, mem_gb (none: no "
+                             "request), parallel, folder (shared by the nodes; ./aorta-slurm); "
+                             "'defaults' takes them all")
+
+
 def _timeline_value(name: str):
     """``reports.timeline``'s parser ``name``, imported at the first value it reads: the
     timeline's module (numpy, the report helpers) is no start-up cost of other commands."""
@@ -453,6 +462,7 @@ def _add_timeline_parser(sub) -> None:
                         "collectives they share (default); host: each rank on its host's clock; "
                         "none: every source at the times it wrote")
     _add_hook_timeout(t)
+    _add_slurm(t)
     t.set_defaults(func=cmd_timeline)
 
 
@@ -470,6 +480,7 @@ def _add_diagnose_parser(sub) -> None:
                    help=f"... and this %% of the median step at least ({MIN_EXCESS_PCT:g})")
     d.add_argument("--json", action="store_true", help="print the diagnoses as a JSON list")
     _add_hook_timeout(d)
+    _add_slurm(d)
     d.set_defaults(func=cmd_diagnose)
 
 
@@ -545,6 +556,7 @@ def _parser() -> argparse.ArgumentParser:
                         "its artifacts, nothing re-run")
     p.add_argument("options", nargs="*", metavar="key=value",
                    help="collector options, as in collector.<name>.<key>=<value>")
+    _add_slurm(p)
     p.set_defaults(func=cmd_parse)
     _add_report_parsers(sub)
     _add_timeline_parser(sub)
@@ -611,6 +623,7 @@ def _run_tool(tool: argparse.Namespace, args: list[str]) -> int:
     """A tool's command, its parallel_map calls sharing one pool of workers that start once.
     Ctrl-C and SIGTERM end those workers with the command (a killed parent's workers would
     outlive it) and say so in one line; what it writes is written whole or not at all."""
+    from aorta_core.api.slurm_map import SlurmError
     from aorta_core.app.driver import (
         EXIT_INTERRUPTED,
         EXIT_TERMINATED,
@@ -620,8 +633,12 @@ def _run_tool(tool: argparse.Namespace, args: list[str]) -> int:
 
     received: list[int] = []
     try:
+        _on_slurm(getattr(tool, "slurm", None))
         with sigterm_interrupts() as received, shared_workers():
             return tool.func(tool)
+    except SlurmError as exc:
+        error_line(str(exc))
+        return 2
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt) or received:  # a SIGTERM a library re-raised
             terminated = isinstance(exc, Terminated) or bool(received)  # as its own error
@@ -633,6 +650,24 @@ def _run_tool(tool: argparse.Namespace, args: list[str]) -> int:
             error_line(_cannot_write(args[0], exc))
             return 1
         raise
+
+
+def _on_slurm(spec: str | None) -> None:
+    """``--slurm``: this command's maps run as Slurm job arrays (``AORTA_SLURM``), once the
+    settings read and Slurm is there to submit to; :class:`SlurmError` says why not."""
+    if spec is None:
+        return
+    import shutil
+
+    from aorta_core.api.parallel import SLURM_ENV
+    from aorta_core.api.slurm_map import SlurmError, parse_settings
+
+    spec = "" if spec.strip() == "defaults" else spec
+    parse_settings(spec)
+    if shutil.which("sbatch") is None:
+        raise SlurmError("--slurm: no sbatch on PATH; run it where Slurm jobs are submitted (a "
+                         "login node), or leave --slurm out to read the traces here")
+    os.environ[SLURM_ENV] = spec
 
 
 def _cannot_write(tool: str, exc: OSError) -> str:
