@@ -657,6 +657,8 @@ def _on_slurm(spec: str | None) -> None:
     settings read and Slurm is there to submit to; :class:`SlurmError` says why not."""
     if spec is None:
         return
+    import importlib.util
+    import shlex
     import shutil
 
     from aorta_core.api.parallel import SLURM_ENV
@@ -664,6 +666,9 @@ def _on_slurm(spec: str | None) -> None:
 
     spec = "" if spec.strip() == "defaults" else spec
     parse_settings(spec)
+    if importlib.util.find_spec("submitit") is None:
+        raise SlurmError("--slurm needs submitit, which is not installed: "
+                         f"{shlex.quote(sys.executable)} -m pip install 'aorta-core[slurm]'")
     if shutil.which("sbatch") is None:
         raise SlurmError("--slurm: no sbatch on PATH; run it where Slurm jobs are submitted (a "
                          "login node), or leave --slurm out to read the traces here")
