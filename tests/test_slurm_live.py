@@ -270,3 +270,21 @@ def test_a_lost_task_runs_once_more_and_a_second_loss_is_named(tmp_path: Path, m
     assert error.startswith("Slurm job ") and " ended FAILED without a result, twice (its log: " \
         in error, error
     assert error.endswith("_0_log.err)") and Path(error.split("its log: ")[1][:-1]).is_file()
+
+
+@needs(SUBMITIT, "aorta_torchprof")
+@pytest.mark.parametrize(("setting", "said"), [
+    ("partition=nosuch", "aorta: error: --slurm partition=nosuch: not a partition of this "
+                         "cluster (sinfo lists debug)"),
+    ("constraint=nosuch", "aorta: error: --slurm: Slurm refused the job array (sbatch: error: "),
+])
+def test_what_slurm_refuses_is_one_line(tmp_path: Path, setting, said):
+    """A partition sinfo does not list, before anything runs; what only sbatch can refuse (a
+    feature no node has), when the first array is submitted: one line, exit status 2."""
+    trial = _eight_ranks(tmp_path / "trial_000")
+    done = run_aorta(["diagnose", str(trial), "--slurm",
+                      f"{setting},{TOOL_SLURM.format(folder=tmp_path / 'jobs')}"],
+                     cwd=tmp_path, timeout=300)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(said), line

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -110,19 +111,26 @@ def slurm_map(fn: Callable[[Any], T], items: Sequence[Any], needs: Sequence[int]
     if not items:
         return
     jobs = _submit(fn, items, max(needs, default=0), settings, "")
-    for i, item in enumerate(items):
-        done = _outcome(jobs[i])
-        if isinstance(done, str):  # lost: once more, alone
-            (again,) = _submit(fn, [item], needs[i], settings, "-again")
-            done = _outcome(again)
-            if isinstance(done, str):
-                yield Mapped(item, error=f"{done}, twice (its log: {again.paths.stderr})",
-                             memory="OUT_OF_MEMORY" in done)
-                continue
-        mapped, caught = done
-        for category, message in caught:
-            warnings.warn(message, category, stacklevel=2)
-        yield mapped
+    try:
+        for i, item in enumerate(items):
+            done = _outcome(jobs[i])
+            if isinstance(done, str):  # lost: once more, alone
+                (again,) = _submit(fn, [item], needs[i], settings, "-again")
+                jobs.append(again)
+                done = _outcome(again)
+                if isinstance(done, str):
+                    yield Mapped(item, error=f"{done}, twice (its log: {again.paths.stderr})",
+                                 memory="OUT_OF_MEMORY" in done)
+                    continue
+            mapped, caught = done
+            for category, message in caught:
+                warnings.warn(message, category, stacklevel=2)
+            yield mapped
+    except BaseException:  # Ctrl-C, SIGTERM, the caller stopped early: no task outlives it
+        for job in jobs:
+            if not job.done():
+                job.cancel(check=False)
+        raise
 
 
 def _task(fn: Callable[[Any], Any], item: Any) -> tuple[Any, list]:
@@ -138,8 +146,9 @@ def _submit(fn: Callable[[Any], Any], items: Sequence[Any], need: int, settings:
             suffix: str) -> list[Any]:
     import submitit
 
-    settings.folder.mkdir(parents=True, exist_ok=True)
-    executor = submitit.AutoExecutor(folder=settings.folder / "%j", cluster="slurm")
+    folder = settings.folder.absolute()  # the tasks may start elsewhere
+    folder.mkdir(parents=True, exist_ok=True)
+    executor = submitit.AutoExecutor(folder=folder / "%j", cluster="slurm")
     name = getattr(getattr(fn, "func", fn), "__name__", "map")
     params: dict[str, Any] = {
         "name": f"aorta-{name}{suffix}", "timeout_min": settings.time,
@@ -152,13 +161,31 @@ def _submit(fn: Callable[[Any], Any], items: Sequence[Any], need: int, settings:
             params[f"slurm_{key}"] = getattr(settings, key)
     executor.update_parameters(**params)
     try:
-        with executor.batch():
+        with _quiet_stderr(), executor.batch():
             jobs = [executor.submit(_task, fn, item) for item in items]
     except (OSError, submitit.core.utils.FailedJobError, RuntimeError) as exc:
         said = " ".join(str(exc).split())[:300]
         raise SlurmError(f"--slurm: Slurm refused the job array ({said}); check the partition, "
                          "account and time given") from None
     return jobs
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """sbatch's own lines kept off the terminal (submitit leaves its stderr there): a refusal
+    is said once, in the error that quotes them."""
+    import sys
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _outcome(job: Any) -> tuple[Any, list] | str:

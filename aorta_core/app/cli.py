@@ -367,7 +367,10 @@ def cmd_diagnose(ns: argparse.Namespace) -> int:
                                    min_excess_pct=ns.min_excess_pct)
         except Exception as exc:  # one trial's trouble is one line, never the others'
             from aorta_core.api.oneline import exception_line
+            from aorta_core.api.slurm_map import SlurmError
 
+            if isinstance(exc, SlurmError):  # every trial's: the command's one line
+                raise
             error_line(f"cannot diagnose {trial}: {exception_line(exc)}")
             failed += 1
             continue
@@ -665,14 +668,34 @@ def _on_slurm(spec: str | None) -> None:
     from aorta_core.api.slurm_map import SlurmError, parse_settings
 
     spec = "" if spec.strip() == "defaults" else spec
-    parse_settings(spec)
+    settings = parse_settings(spec)
     if importlib.util.find_spec("submitit") is None:
         raise SlurmError("--slurm needs submitit, which is not installed: "
                          f"{shlex.quote(sys.executable)} -m pip install 'aorta-core[slurm]'")
     if shutil.which("sbatch") is None:
         raise SlurmError("--slurm: no sbatch on PATH; run it where Slurm jobs are submitted (a "
                          "login node), or leave --slurm out to read the traces here")
+    _check_partition(settings.partition)
     os.environ[SLURM_ENV] = spec
+
+
+def _check_partition(partition: str | None) -> None:
+    """A partition sinfo does not list is refused here, before a collector's parse would turn
+    sbatch's refusal into a warning per trial."""
+    import subprocess
+
+    from aorta_core.api.slurm_map import SlurmError
+
+    if partition is None:
+        return
+    try:
+        listed = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True,
+                                timeout=30).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return  # no sinfo to ask: sbatch will say
+    if listed and partition not in listed:
+        raise SlurmError(f"--slurm partition={partition}: not a partition of this cluster "
+                         f"(sinfo lists {', '.join(sorted(set(listed)))})")
 
 
 def _cannot_write(tool: str, exc: OSError) -> str:
