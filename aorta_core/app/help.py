@@ -37,6 +37,8 @@ Usage:
                                               each rank's step time by part, stragglers, findings,
                                               the step without the stragglers
                                               (diagnosis.json per trial; docs/diagnose.md)
+  parse, timeline, diagnose: --slurm KEY=VALUE,...   each rank's traces read in a Slurm job
+                                              array task (docs/scaling.md)
   aorta <command> [args...]                   a command a collector adds (aorta plugins lists them)
   aorta help [<command> [<sub>]]              this page, or a command's (aorta <command> --help)
 
