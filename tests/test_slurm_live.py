@@ -258,7 +258,8 @@ def dies(job: tuple[str, str, int]) -> str:
 def test_a_lost_task_runs_once_more_and_a_second_loss_is_named(tmp_path: Path, monkeypatch):
     """A task killed outright is submitted again, alone; killed again, its item's error names
     the Slurm job, its state and its log; the other items are untouched."""
-    from aorta_core.api.parallel import SLURM_ENV, parallel_map
+    from aorta_core.api.parallel import parallel_map
+    from aorta_core.api.slurm_map import SLURM_ENV
 
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the task imports dies here
     monkeypatch.setenv(SLURM_ENV, TOOL_SLURM.format(folder=tmp_path / "jobs"))

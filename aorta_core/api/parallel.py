@@ -33,9 +33,7 @@ events), and a file that exhausts memory costs that file, never the caller:
 
 from __future__ import annotations
 
-import gc
 import os
-import resource
 import signal
 import sys
 import threading
@@ -43,11 +41,11 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from aorta_core.api.oneline import exception_line
+from aorta_core.api.item_call import Mapped, available_memory, call, run
+from aorta_core.api.slurm_map import SLURM_ENV, settings_from_env, slurm_map
 
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first pool: every
     import multiprocessing.context  # aorta command imports this module, few start a pool
@@ -55,22 +53,9 @@ if TYPE_CHECKING:  # multiprocessing and concurrent.futures load with the first 
 
 #: Caps the worker processes of every :func:`parallel_map` (e.g. ``1`` on a shared login node).
 WORKERS_ENV = "AORTA_WORKERS"
-#: Set: every :func:`parallel_map` runs its items as Slurm jobs (:mod:`.slurm_map`).
-SLURM_ENV = "AORTA_SLURM"
 _MIB = 1 << 20
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Mapped(Generic[T]):
-    """What ``fn(item)`` gave: its value, or ``error`` (one line) when it could not."""
-
-    item: Any
-    value: T | None = None
-    error: str | None = None
-    #: The error is memory: a ``MemoryError``, refused as too large, or the worker was killed.
-    memory: bool = False
 
 
 def usable_cores() -> int:
@@ -79,30 +64,6 @@ def usable_cores() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
-
-
-def available_memory() -> int | None:
-    """Bytes this process tree may still allocate: RAM the kernel calls available, less where
-    a cgroup (v2 or v1) limit is nearer; ``None`` when neither can be read."""
-    found = []
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError):
-        pass
-    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            cap = Path(limit).read_text().strip()
-            if cap != "max" and int(cap) < 1 << 60:
-                found.append(max(int(cap) - int(Path(usage).read_text()), 0))
-            break
-        except (OSError, ValueError):
-            continue
-    return min(found) if found else None
 
 
 def decoded_bytes(path: Path) -> int:
@@ -125,43 +86,6 @@ def _workers(items: int, wanted: int | None) -> int:
     if setting.isdigit():
         cap = min(cap, int(setting))
     return max(min(items, cap), 1)
-
-
-def _memory_note() -> str:
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    limit = "" if soft == resource.RLIM_INFINITY else f"; address-space limit {soft / _MIB:.0f} MiB"
-    free = available_memory()
-    return (f"{free / _MIB:.0f} MiB available" if free is not None else "memory unknown") + limit
-
-
-def _call(fn: Callable[[Any], T], item: Any) -> Mapped[T]:
-    """``fn(item)`` with the cyclic garbage collector paused: a trace's summary allocates some
-    100k tuples next to a million decoded events, and the collections that set off took 0.09 s
-    of a 145 MB file's 0.5 s (reference counting frees everything else as ever)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return Mapped(item, fn(item))
-    except MemoryError:
-        return Mapped(item, error=f"out of memory ({_memory_note()})", memory=True)
-    except Exception as exc:
-        return Mapped(item, error=exception_line(exc))
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _run(fn: Callable[[Any], T], item: Any, environ: dict[str, str] | None = None
-         ) -> tuple[Mapped[T], list]:
-    """In a worker: what ``fn(item)`` gave, and the warnings it emitted; ``environ``: the
-    caller's environment at this call (a shared pool's worker outlives the call it began in)."""
-    if environ is not None and environ != os.environ:
-        os.environ.clear()
-        os.environ.update(environ)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        mapped = _call(fn, item)
-    return mapped, [(w.category, str(w.message)) for w in caught]
 
 
 def _module_of(fn: Callable[[Any], Any]) -> str | None:
@@ -450,8 +374,6 @@ def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
     items = list(items)
     needs = [need(item) if need else 0 for item in items]
     if os.environ.get(SLURM_ENV) is not None:  # each item a task of a Slurm job array
-        from aorta_core.api.slurm_map import settings_from_env, slurm_map
-
         yield from slurm_map(fn, items, needs, settings_from_env())
         return
     free = available_memory() if need else None
@@ -459,7 +381,7 @@ def parallel_map(fn: Callable[[Any], T], items: Sequence[Any], *,
     refused = {i for i, n in enumerate(needs) if free is not None and n > free}
     if count == 1:
         for i, item in enumerate(items):
-            yield _refuse(item, needs[i], free) if i in refused else _call(fn, item)
+            yield _refuse(item, needs[i], free) if i in refused else call(fn, item)
         return
     yield from _pooled(fn, items, needs, free, refused, count)
 
@@ -538,7 +460,7 @@ def _submit(pool: ProcessPoolExecutor, fn: Callable[[Any], T], item: Any,
     try:
         with _lock, _signals_held(), _main_left_behind(fn):  # a worker may start in submit
             _refuse_if_stopping()
-            return pool.submit(_run, fn, item, environ)
+            return pool.submit(run, fn, item, environ)
     except Exception:
         _raise_if_broken(pool)
         raise

@@ -29,7 +29,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from aorta_core.api.parallel import SLURM_ENV
+from aorta_core.api.item_call import Mapped, run
+
+#: Set: every :func:`~aorta_core.api.parallel.parallel_map` of this process and its children
+#: runs its items as Slurm tasks.
+SLURM_ENV = "AORTA_SLURM"
 
 _GB = 1 << 30
 
@@ -106,8 +110,6 @@ def slurm_map(fn: Callable[[Any], T], items: Sequence[Any], needs: Sequence[int]
     item a task of one job array; warnings a task emitted are emitted here as it is read."""
     import warnings
 
-    from aorta_core.api.parallel import Mapped
-
     if not items:
         return
     jobs = _submit(fn, items, max(needs, default=0), settings, "")
@@ -136,10 +138,8 @@ def slurm_map(fn: Callable[[Any], T], items: Sequence[Any], needs: Sequence[int]
 def _task(fn: Callable[[Any], Any], item: Any) -> tuple[Any, list]:
     """On the node, in the environment the job was submitted from (Slurm exports it): ``fn(item)``
     as a local worker runs it; a map inside it runs on the node's cores."""
-    from aorta_core.api.parallel import _run
-
     os.environ.pop(SLURM_ENV, None)
-    return _run(fn, item)
+    return run(fn, item)
 
 
 def _submit(fn: Callable[[Any], Any], items: Sequence[Any], need: int, settings: SlurmSettings,

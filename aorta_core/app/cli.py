@@ -313,7 +313,8 @@ def _trial_or_sweep(path: Path) -> bool:
 def cmd_timeline(ns: argparse.Namespace) -> int:
     # its workers merge the ranks and read them for the alignment (numpy, as diagnose's)
     prestart("aorta_core.reports.timeline_rank", "aorta_core.reports.rank_traces", min_cores=2)
-    from aorta_core.reports.timeline import Selection, build_timeline, trial_dirs
+    from aorta_core.reports.timeline import build_timeline, trial_dirs
+    from aorta_core.reports.timeline_selection import Selection
 
     path = Path(ns.path)
     if not _trial_or_sweep(path):
@@ -433,12 +434,12 @@ def _add_slurm(parser: argparse.ArgumentParser) -> None:
 
 
 def _timeline_value(name: str):
-    """``reports.timeline``'s parser ``name``, imported at the first value it reads: the
-    timeline's module (numpy, the report helpers) is no start-up cost of other commands."""
+    """The timeline selection's parser ``name``, imported at the first value it reads: no
+    start-up cost of other commands."""
     def parse(text: str):
-        from aorta_core.reports import timeline
+        from aorta_core.reports import timeline_selection
 
-        return getattr(timeline, name)(text)
+        return getattr(timeline_selection, name)(text)
     return _argument(parse)
 
 
@@ -664,8 +665,7 @@ def _on_slurm(spec: str | None) -> None:
     import shlex
     import shutil
 
-    from aorta_core.api.parallel import SLURM_ENV
-    from aorta_core.api.slurm_map import SlurmError, parse_settings
+    from aorta_core.api.slurm_map import SLURM_ENV, SlurmError, parse_settings
 
     spec = "" if spec.strip() == "defaults" else spec
     settings = parse_settings(spec)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from msgspec import UNSET
 
@@ -22,9 +22,21 @@ from aorta_core.reports.timeline_inputs import Trace
 from aorta_core.reports.trace_events import UNIX_NS_LIMIT, Event, TraceDoc
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
-    from aorta_core.reports.timeline_rank import _Merge
+
+class _Merge(Protocol):
+    """What placing a trace reads of the rank's merge
+    (:class:`aorta_core.reports.timeline_rank._Merge`)."""
+
+    trial: Path
+    rank: int
+    record: Mapping[str, Any] | None
+    origin: int | None
+    clock_checks: list[dict[str, Any]]
+    warn: Callable[[str], None]
+
+    def us(self, unix_ns: int) -> float: ...
 
 
 def _ns(seconds: Any) -> int | None:

@@ -48,7 +48,7 @@ from aorta_core.reports.trace_events import (
 
 if TYPE_CHECKING:
     from aorta_core.reports.rank_alignment import RankClock
-    from aorta_core.reports.timeline import Selection
+    from aorta_core.reports.timeline_selection import Selection
 
 #: Before 2001-09-09 in Unix ns: a "unix" trace whose events start earlier counts from
 #: something else (its own start, boot), so it cannot be put on the clock.

@@ -16,7 +16,8 @@ from needs import needs
 from reports.report_helpers import CLOCK_5X, aorta
 
 from aorta_core.reports.clock_check import clock_rate
-from aorta_core.reports.timeline import Selection, build_timeline, write_trial_timeline
+from aorta_core.reports.timeline import build_timeline, write_trial_timeline
+from aorta_core.reports.timeline_selection import Selection
 
 STEPS = 6
 #: The 2-rank sweep measures with torchprof, whose timeline_sources names its traces.

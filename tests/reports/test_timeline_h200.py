@@ -17,7 +17,8 @@ import pytest
 from needs import needs
 from reports.report_helpers import H200_JSONL, REPO
 
-from aorta_core.reports.timeline import Selection, build_timeline
+from aorta_core.reports.timeline import build_timeline
+from aorta_core.reports.timeline_selection import Selection
 
 TORCHPROF = REPO / "plugins/aorta_torchprof/tests/fixtures"
 PROTON = REPO / "plugins/aorta_proton/tests/fixtures/h200"
