@@ -139,16 +139,13 @@ def _round(value: float) -> float:
 
 def analyse(traces: Mapping[int, RankTrace], min_excess_ms: float = MIN_EXCESS_MS,
             min_excess_pct: float = MIN_EXCESS_PCT, last_step: bool = False,
-            left_out: list[int] | None = None, placement: Placement | None = None
-            ) -> dict[str, Any]:
+            left_out: list[int] | None = None, *, placement: Placement) -> dict[str, Any]:
     """The diagnosis of ranks' traces: per rank and step, stragglers, findings. The steps are
     those every rank profiled, less the last one unless ``last_step`` (as HTA drops it: the
     trace is exported as it ends, and a collective of it may run into the export).
     ``left_out``: the job's ranks that have no trace here. ``placement``: the ranks' clocks on
     one (:func:`~aorta_core.reports.timeline_clocks.fit_clocks`), for the stragglers' arrival
-    lag; without it they are fitted here."""
-    if placement is None:
-        placement = fit_clocks(traces, traces, lambda _: None)
+    lag."""
     steps = sorted(set.intersection(*(set(t.steps) for t in traces.values())))
     if len(steps) > 1 and not last_step:
         steps = steps[:-1]
