@@ -63,7 +63,8 @@ def test_retry_failed_runs_failed_trials_again_and_retry_none_keeps_errors(tmp_p
     assert run_aorta([*args, *fails], cwd=tmp_path).returncode == 1
     flag.touch()
     kept = run_aorta([*args, *fails], cwd=tmp_path)  # a failure is a measurement: kept
-    assert kept.returncode == 1 and "(1/1 trials already recorded)" in kept.stderr
+    assert kept.returncode == 1 and ("(1/1 trials already recorded; 1 that failed is kept: "
+                                     "retry=failed runs it again)") in kept.stderr
     assert _record(out)["verdict"] == "fail"
     again = run_aorta([*args, "retry=failed", *fails], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -78,7 +79,8 @@ def test_retry_failed_runs_failed_trials_again_and_retry_none_keeps_errors(tmp_p
     (tmp_path / "nope").write_text("#!/bin/sh\n")
     (tmp_path / "nope").chmod(0o755)
     none = run_aorta(missing, cwd=tmp_path)
-    assert none.returncode == 1 and "(1/1 trials already recorded)" in none.stderr
+    assert none.returncode == 1 and ("(1/1 trials already recorded; 1 that errored is kept: "
+                                     "retry=errored runs it again)") in none.stderr
     assert _record(errored)["verdict"] == "error"
     bad = run_aorta(["sweep=repeat", "retry=some", "--", "true"], cwd=tmp_path)
     assert bad.returncode == 2 and "retry" in bad.stderr and "Traceback" not in bad.stderr

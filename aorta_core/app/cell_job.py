@@ -20,7 +20,13 @@ from omegaconf import DictConfig, OmegaConf
 from aorta_core.api.files import READ_LIMIT_ENV, disk_full
 from aorta_core.app.driver import OTHER_RUN, RERUN, SweepAbort
 from aorta_core.engine.argv import to_config
-from aorta_core.engine.cell_state import OtherRun, refuse, trial_state, write_cell_file
+from aorta_core.engine.cell_state import (
+    OtherRun,
+    kept_unmeasured,
+    refuse,
+    trial_state,
+    write_cell_file,
+)
 from aorta_core.engine.cells import Cell, ConfigError, build_cell, cell_name, place_of
 from aorta_core.engine.plugins import load_registry
 from aorta_core.engine.progress import CellProgress, cell_label, console, error_line, warning_line
@@ -132,9 +138,10 @@ def _run_trials(cfg: DictConfig, cell: Cell, todo: dict[int, str], registry) -> 
         cell = dataclasses.replace(cell, env={**cell.env, **device_env})
         label = cell_label(cell.name, cell.axes, _swept())
         trials = int(cfg.trials)
-        recorded = sum((cell.trial_dir(i) / RECORD_NAME).is_file()
-                       for i in range(trials) if i not in todo)
-        with (CellProgress(cell, trials, todo, label, recorded, header=not cfg.get("round"))
+        kept = [i for i in range(trials) if i not in todo]
+        recorded = sum((cell.trial_dir(i) / RECORD_NAME).is_file() for i in kept)
+        with (CellProgress(cell, trials, todo, label, recorded, header=not cfg.get("round"),
+                           kept=kept_unmeasured(cell, kept))
               as progress,
               _EndedBySlurm() as slurm):
             for index in todo:

@@ -46,6 +46,20 @@ def trial_state(cell: Cell, index: int) -> str | None:
     return record.verdict if record.verdict in RetryPolicy(cell.retry).verdicts else None
 
 
+def kept_unmeasured(cell: Cell, indices: list[int]) -> list[str]:
+    """The verdicts (``"error"``, ``"fail"``) of the kept records among ``indices`` that a wider
+    retry policy would run again: after a fix, the trials a plain re-run does not redo."""
+    found = []
+    for index in indices:
+        try:
+            verdict = load_record(cell.trial_dir(index) / RECORD_NAME, cell.name, index).verdict
+        except (OSError, BadRecord):
+            continue
+        if verdict in RetryPolicy.failed.verdicts:
+            found.append(verdict)
+    return found
+
+
 def _shown(values: object) -> str:
     return repr(values) if values is not None else "unset"
 

@@ -160,16 +160,29 @@ def _again(todo: Mapping[int, str], retry: str) -> str:
     return f"{rerun_what(again)} run{'s' if len(again) == 1 else ''} again{policy}"
 
 
+def _kept(verdicts: list[str]) -> str:
+    """The cell header's note of its kept records that measured nothing or failed, and the retry
+    policy that runs them again (after a fix, a plain re-run keeps them)."""
+    if not verdicts:
+        return ""
+    policy = "failed" if "fail" in verdicts else "errored"
+    one = len(verdicts) == 1
+    return (f"{rerun_what(verdicts)} {'is' if one else 'are'} kept: retry={policy} runs "
+            f"{'it' if one else 'them'} again")
+
+
 class CellProgress:
     """A live status line per running trial, then one result line per trial, named by ``label``
     (:func:`cell_label`). ``todo``: the trials that run, each with why (new, or run again);
     ``recorded``: how many of the cell's trials are kept as recorded; ``header``: whether the
-    cell's line is printed (a later round of ``order=rounds`` prints it only to say a retry)."""
+    cell's line is printed (a later round of ``order=rounds`` prints it only to say a retry);
+    ``kept``: the verdicts of kept records that errored or failed
+    (:func:`aorta_core.engine.cell_state.kept_unmeasured`)."""
 
     def __init__(self, cell: Any, trials: int, todo: Mapping[int, str], label: str,
-                 recorded: int, header: bool = True) -> None:
+                 recorded: int, header: bool = True, kept: list[str] | None = None) -> None:
         self.cell, self.trials, self.todo, self.label = cell, trials, todo, label
-        self.recorded, self.header = recorded, header
+        self.recorded, self.header, self.kept = recorded, header, kept or []
         self.status = None
 
     def __enter__(self) -> CellProgress:
@@ -184,7 +197,7 @@ class CellProgress:
                 auto_text(self.cell.auto.chosen))
         recorded = self.recorded
         notes = [f"{recorded}/{self.trials} trials already recorded"] if recorded else []
-        notes += [again] if again else []
+        notes += [note for note in (_kept(self.kept), again) if note]
         if notes:
             line += f"  [dim]({escape('; '.join(notes))})[/]"
         console().print(line)
