@@ -344,4 +344,10 @@ def load_pair(a_path: Path, b_path: Path, a_cells: list[dict], b_cells: list[dic
             return load(path, cells)
         except BadMatrix as exc:
             return KernelValues(problems=[str(exc)])
-    return one(a_path, a_cells), one(b_path, b_cells)
+    a, b = one(a_path, a_cells), one(b_path, b_cells)
+    for run, path, other in ((a, a_path, b), (b, b_path, a)):
+        if other.values and not run.values and not run.problems:
+            run.problems.append(f"{path}: no passing trial keeps a kernel table ({KERNELS_NAME}), "
+                                f"so there are no kernel rows; write them with aorta parse "
+                                f"{path} --kernels")
+    return a, b

@@ -182,6 +182,29 @@ def test_a_damaged_table_costs_its_trial_and_says_so(runs, tmp_path):
     assert {r["name"] for r in result["kernels"] if r["significant"]} == {"sort", "fresh_kernel"}
 
 
+def test_a_run_without_kernel_tables_is_named_with_the_command_that_writes_them(runs, tmp_path):
+    import shutil
+
+    _, env, out = runs
+    copy = tmp_path / "no tables"
+    shutil.copytree(out["sort30"], copy)
+    for table in copy.glob("cells/*/trial_*/kernels.parquet"):
+        table.unlink()
+    done = run_aorta(["compare", str(out["base"]), str(copy), "--json"], tmp_path, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["kernels"] == []
+    [note] = result["kernel_notes"]
+    assert note.startswith(f"{copy}: no passing trial keeps a kernel table")
+    assert note.endswith(f"aorta parse {copy} --kernels")
+    rebuilt = run_aorta(["parse", str(copy), "--kernels"], tmp_path, env)
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    again = json.loads(run_aorta(["compare", str(out["base"]), str(copy), "--json"], tmp_path,
+                                 env).stdout)
+    assert not again["kernel_notes"]
+    assert {r["name"] for r in again["kernels"] if r["significant"]} == {"sort", "fresh_kernel"}
+
+
 def test_the_sweep_headline_names_the_kernels_that_differ_from_the_baseline(runs):
     root, env, _ = runs
     out = root / "two cells"
