@@ -304,3 +304,25 @@ def test_an_argument_of_your_own_script_is_swept_from_the_command_line(tmp_path:
     assert swept.returncode == 0, swept.stderr  # its cells
     names = sorted(p.name for p in (tmp_path / "two" / "cells").iterdir())
     assert len(names) == 2 and all(n.startswith("command=") for n in names), names
+
+
+def test_parse_of_a_sweep_cell_or_trial_folder_names_the_artifact_folder_to_pass(tmp_path: Path):
+    """Read as one artifact folder, a sweep's output would add every trial's traces (and the
+    timelines written beside them) into one set of metrics."""
+    out = tmp_path / "runs a"
+    (tmp_path / "train.py").write_text("import torch\ntorch.ones(4).sum()\n")
+    swept = run_aorta(["sweep=repeat", "trials=1", "collector=torchprof", f"output={out}", "--",
+                       sys.executable, "train.py"], cwd=tmp_path)
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    [trial] = sorted(out.glob("cells/*/trial_000"))
+    for folder, said in ((out, f"{out} is a sweep's output folder"),
+                         (trial.parent, f"{trial.parent} is a cell's folder"),
+                         (trial, f"{trial} is a trial's folder")):
+        done = run_aorta(["parse", "torchprof", str(folder)], cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        [line] = done.stderr.splitlines()
+        assert line.startswith(f"aorta: error: {said}, not torchprof's artifact folder"), line
+    assert f"aorta parse {out} --kernels" in run_aorta(
+        ["parse", "torchprof", str(out)], cwd=tmp_path).stderr
+    parsed = run_aorta(["parse", "torchprof", str(trial / "torchprof")], cwd=tmp_path)
+    assert parsed.returncode == 0 and json.loads(parsed.stdout)["torchprof_trace_count"] == 1

@@ -150,6 +150,10 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     if not folder.is_dir():
         error_line(f"{folder} is not a folder; pass the collector's artifact folder of a trial")
         return 2
+    above = _above_artifacts(folder, ns.collector)
+    if above is not None:
+        error_line(above)
+        return 2
     options = _parse_options(ns.collector, collector.info.options, ns.options)
     if options is None:
         return 2
@@ -162,6 +166,26 @@ def cmd_parse(ns: argparse.Namespace) -> int:
     metrics[f"{ns.collector}_artifact_dir"] = safe_text(str(folder.resolve()))
     _print_json(metrics, ns.out)
     return 0
+
+
+def _above_artifacts(folder: Path, collector: str) -> str | None:
+    """Why ``folder`` is a sweep's, a cell's or a trial's folder rather than an artifact folder
+    (read as one, every trial's traces, and the tools' outputs beside them, would add up to one
+    artifact's metrics), with the folder to pass instead; ``None`` when it is none of those."""
+    from aorta_core.engine.records import RECORD_NAME
+
+    instead = f"pass one trial's artifact folder, e.g. {folder / 'trial_000' / collector}"
+    if (folder / RECORD_NAME).is_file():
+        return (f"{folder} is a trial's folder, not {collector}'s artifact folder; pass "
+                f"{folder / collector}")
+    if (folder / "cells").is_dir() and any((folder / name).is_file()
+                                           for name in ("matrix.json", ".aorta.run.json")):
+        return (f"{folder} is a sweep's output folder, not {collector}'s artifact folder; pass "
+                f"one trial's, e.g. {folder}/cells/<cell>/trial_000/{collector}, or write every "
+                f"trial's kernel table with aorta parse {folder} --kernels")
+    if any(folder.glob(f"trial_[0-9]*/{RECORD_NAME}")):
+        return f"{folder} is a cell's folder, not {collector}'s artifact folder; {instead}"
+    return None
 
 
 def _parse_kernels(ns: argparse.Namespace) -> int:
