@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -322,7 +323,7 @@ def test_parse_of_a_sweep_cell_or_trial_folder_names_the_artifact_folder_to_pass
         assert done.returncode == 2 and done.stdout == "", done.stderr
         [line] = done.stderr.splitlines()
         assert line.startswith(f"aorta: error: {said}, not torchprof's artifact folder"), line
-    assert f"aorta parse {out} --kernels" in run_aorta(
+    assert f"aorta parse {shlex.quote(str(out))} --kernels" in run_aorta(
         ["parse", "torchprof", str(out)], cwd=tmp_path).stderr
     parsed = run_aorta(["parse", "torchprof", str(trial / "torchprof")], cwd=tmp_path)
     assert parsed.returncode == 0 and json.loads(parsed.stdout)["torchprof_trace_count"] == 1

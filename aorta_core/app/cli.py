@@ -172,6 +172,7 @@ def _above_artifacts(folder: Path, collector: str) -> str | None:
     """Why ``folder`` is a sweep's, a cell's or a trial's folder rather than an artifact folder
     (read as one, every trial's traces, and the tools' outputs beside them, would add up to one
     artifact's metrics), with the folder to pass instead; ``None`` when it is none of those."""
+    from aorta_core.engine.kernel_tables import rebuild_command
     from aorta_core.engine.records import RECORD_NAME
 
     instead = f"pass one trial's artifact folder, e.g. {folder / 'trial_000' / collector}"
@@ -182,7 +183,7 @@ def _above_artifacts(folder: Path, collector: str) -> str | None:
                                            for name in ("matrix.json", ".aorta.run.json")):
         return (f"{folder} is a sweep's output folder, not {collector}'s artifact folder; pass "
                 f"one trial's, e.g. {folder}/cells/<cell>/trial_000/{collector}, or write every "
-                f"trial's kernel table with aorta parse {folder} --kernels")
+                f"trial's kernel table with {rebuild_command(folder)}")
     if any(folder.glob(f"trial_[0-9]*/{RECORD_NAME}")):
         return f"{folder} is a cell's folder, not {collector}'s artifact folder; {instead}"
     return None

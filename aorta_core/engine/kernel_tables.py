@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import shlex
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,12 @@ from aorta_core.api.contracts import KERNEL_KINDS, KernelRow
 from aorta_core.api.files import write_atomic
 
 KERNELS_NAME = "kernels.parquet"
+
+
+def rebuild_command(output: Path | str) -> str:
+    """The command that writes every trial's kernel table of the sweep at ``output``, quoted to
+    be pasted into a shell."""
+    return f"aorta parse {shlex.quote(str(output))} --kernels"
 #: The file's columns, in order.
 COLUMNS = ("collector", "name", "key", "kind", "step", "calls", "total_ms")
 #: Rows taken from one collector of one trial: a table beyond it is a runaway hook.

@@ -28,7 +28,7 @@ from typing import Any
 
 from aorta_core.api.files import read_limited
 from aorta_core.engine.failed_cells import cell_folder
-from aorta_core.engine.kernel_tables import KERNELS_NAME
+from aorta_core.engine.kernel_tables import KERNELS_NAME, rebuild_command
 from aorta_core.engine.matrix import WALL
 from aorta_core.reports import cell_pairs, significance
 from aorta_core.reports.matrix_files import BadMatrix, load_matrix, passing_values
@@ -105,7 +105,7 @@ def _frames(output: Path, cells: Sequence[dict[str, Any]], trials: dict[str, lis
             except (OSError, ValueError) as exc:
                 why = str(exc).removeprefix(f"{path} ")  # an OSError names the path too
                 problems.append(f"{path}: not a kernel table aorta can read ({why}); rebuild it "
-                                f"with aorta parse {output} --kernels")
+                                f"with {rebuild_command(output)}")
                 continue
             if frame is not None and len(frame):
                 frames.append(frame)
@@ -348,6 +348,6 @@ def load_pair(a_path: Path, b_path: Path, a_cells: list[dict], b_cells: list[dic
     for run, path, other in ((a, a_path, b), (b, b_path, a)):
         if other.values and not run.values and not run.problems:
             run.problems.append(f"{path}: no passing trial keeps a kernel table ({KERNELS_NAME}), "
-                                f"so there are no kernel rows; write them with aorta parse "
-                                f"{path} --kernels")
+                                f"so there are no kernel rows; write them with "
+                                f"{rebuild_command(path)}")
     return a, b

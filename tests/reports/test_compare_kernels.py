@@ -7,6 +7,7 @@ no two runs draw alike); the payload reports the step time as the sum of its ker
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -196,7 +197,7 @@ def test_a_run_without_kernel_tables_is_named_with_the_command_that_writes_them(
     assert result["kernels"] == []
     [note] = result["kernel_notes"]
     assert note.startswith(f"{copy}: no passing trial keeps a kernel table")
-    assert note.endswith(f"aorta parse {copy} --kernels")
+    assert note.endswith(f"aorta parse {shlex.quote(str(copy))} --kernels")  # to paste
     rebuilt = run_aorta(["parse", str(copy), "--kernels"], tmp_path, env)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     again = json.loads(run_aorta(["compare", str(out["base"]), str(copy), "--json"], tmp_path,
