@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aorta_core.engine.records import CELL_FILE, RECORD_NAME, BadRecord, TrialRecord, load_record
+from aorta_core.engine.records import (
+    CELL_FILE,
+    RECORD_NAME,
+    BadRecord,
+    TrialOutcome,
+    load_record,
+)
 
 #: Records read for their reasons, over all cells.
 MAX_RECORDS = 2000
@@ -88,7 +94,7 @@ def cell_folder(output: Path, cell: Mapping[str, Any]) -> Path | None:
         return None
 
 
-def _records(folder: Path, cell: str) -> Iterator[tuple[str, TrialRecord]]:
+def _records(folder: Path, cell: str) -> Iterator[tuple[str, TrialOutcome]]:
     """(trial folder name, record) of the cell's trials, in index order; links and unreadable
     records are passed over (the matrix names bad records)."""
     try:
@@ -99,7 +105,8 @@ def _records(folder: Path, cell: str) -> Iterator[tuple[str, TrialRecord]]:
         return
     for name in names:
         try:
-            yield name, load_record(folder / name / RECORD_NAME, cell, int(name[6:]))
+            yield name, load_record(folder / name / RECORD_NAME, cell, int(name[6:]),
+                                    TrialOutcome)
         except (OSError, BadRecord):
             continue
 
@@ -112,7 +119,7 @@ def _regular(path: Path) -> bool:
         return False
 
 
-def _log(folder: Path, trial: str, record: TrialRecord) -> str:
+def _log(folder: Path, trial: str, record: TrialOutcome) -> str:
     """The trial's stderr log when it is a plain file beside its record, else the record."""
     name = record.stderr or ""
     plain = "/" not in name and name not in ("", ".", "..")
@@ -148,6 +155,7 @@ def what_went_wrong(output: Path, matrix: Mapping[str, Any]) -> WhatWentWrong | 
     did: no failed or errored trial, refused cell or unrecorded trial."""
     reasons = _Reasons()
     budget, unread = MAX_RECORDS, 0
+    unusable = set(matrix.get("unreadable_records") or ())
     refused = missing = 0
     for cell in matrix.get("cells") or ():
         if cell.get("skipped"):
@@ -173,8 +181,8 @@ def what_went_wrong(output: Path, matrix: Mapping[str, Any]) -> WhatWentWrong | 
             if read == budget:
                 break
             read += 1
-            if record.verdict == "pass":
-                continue
+            if record.verdict == "pass" or f"{cell['dir']}/{trial}/{RECORD_NAME}" in unusable:
+                continue  # what the matrix could not use, it named: not a failure of it
             reason = one_line(record.error or (f"exit code {record.exit_code}"
                                                if record.exit_code is not None else "no reason"))
             reasons.add(reason, cell, total, _log(folder, trial, record), record.verdict)

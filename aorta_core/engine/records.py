@@ -131,7 +131,20 @@ def _enc_hook(obj: Any) -> Any:
 
 
 _encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
-_decode_record = msgspec.json.Decoder(TrialRecord).decode
+class TrialOutcome(msgspec.Struct, kw_only=True):
+    """How a trial ended, read from its record without its metrics, environment or collectors
+    (decoding a record of thousands of metrics to read these costs as much as the matrix's own
+    read of it)."""
+
+    cell: str
+    trial: int
+    verdict: Verdict
+    error: str | None = None
+    exit_code: int | None = None
+    stderr: str | None = None
+
+
+_DECODERS = {shape: msgspec.json.Decoder(shape).decode for shape in (TrialRecord, TrialOutcome)}
 
 
 def dump_json(obj: Any) -> bytes:
@@ -195,22 +208,24 @@ def decode_json(data: bytes, decode: Callable[[Any], Any] = msgspec.json.decode)
         raise msgspec.DecodeError("JSON nested too deeply") from None
 
 
-def decode_record(data: bytes, source: Path | str) -> TrialRecord:
+def decode_record(data: bytes, source: Path | str, shape: type = TrialRecord) -> Any:
+    """``data`` as a record of ``shape`` (:class:`TrialRecord` or :class:`TrialOutcome`)."""
     try:
-        return decode_json(data, _decode_record)
+        return decode_json(data, _DECODERS[shape])
     except msgspec.DecodeError as exc:
         raise BadRecord(source, str(exc)) from None
 
 
-def load_record(path: Path | str, cell: str | None = None, trial: int | None = None
-                ) -> TrialRecord:
-    """The record at ``path``; :class:`BadRecord` when it cannot be used as trial ``trial`` of
+def load_record(path: Path | str, cell: str | None = None, trial: int | None = None,
+                shape: type = TrialRecord) -> Any:
+    """The record at ``path``, as a :class:`TrialRecord` or, with ``shape``, a
+    :class:`TrialOutcome`; :class:`BadRecord` when it cannot be used as trial ``trial`` of
     ``cell``, :class:`FileNotFoundError` when there is none."""
     try:
         data = read_regular(path, RECORD_LIMIT)
     except FileRefused as exc:
         raise BadRecord(path, str(exc).removeprefix(f"{path} ")) from None
-    record = decode_record(data, path)
+    record = decode_record(data, path, shape)
     if cell is not None and record.cell != cell:
         raise BadRecord(path, f"names cell {record.cell!r}, not {cell!r}")
     if trial is not None and record.trial != trial:

@@ -134,3 +134,21 @@ def test_many_reasons_and_cells_are_counted_past_what_is_listed(tmp_path):
     bullets = [line for line in lead if line.startswith("- ")]
     assert len(bullets) == 21 and bullets[-1] == ("- 2 more reason(s): each trial's record.json "
                                                   "has its own")
+
+
+def test_a_record_the_matrix_cannot_use_is_not_counted_again_as_a_failure(tmp_path):
+    """What went wrong reads only how each trial ended (not its metrics): a failed trial whose
+    record the matrix refused (its metrics damaged) is the matrix's bad record, not a reason."""
+    out = _sweep(tmp_path, "trials=2", "--", sys.executable, "-c", BOOM)
+    damaged = out / "cells/default/trial_001/record.json"
+    record = json.loads(damaged.read_text())
+    damaged.write_text(json.dumps({**record, "metrics": "x", "error": "damaged"}))
+    assert aorta("matrix", str(out), cwd=tmp_path, env=NO_GPU).returncode == 0
+    matrix = json.loads((out / "matrix.json").read_text())
+    assert matrix["unreadable_records"] == ["cells/default/trial_001/record.json"]
+    rows = _failure_rows(out)  # the refused record's trial is one to run again, as a missing one
+    assert [row[1:3] for row in rows] == [
+        ["1 not recorded of 2 trials", "not recorded: the sweep or its job ended before them; run "
+         "the same command again to run them"],
+        ["1 fail of 1 trial", record["error"]]], rows
+    assert "damaged" not in (out / "perf.md").read_text()
