@@ -136,6 +136,19 @@ def grown_pair(args: argparse.Namespace, result: dict, floored: dict | None) -> 
     return found
 
 
+def explained(found: list[dict], collector: str) -> dict:
+    """Per grown pair, the share of the step difference its significant rows explain, and that
+    of all pairs together (their sums): one pair's step difference is as noisy as its trials make
+    it (±15 % of it on the H100), the sum over n pairs about √n times less."""
+    shares = [s for g in found for s in g["summaries"]
+              if s["collector"] == collector and s.get("reference_delta_ms")]
+    if not shares:
+        return {}
+    return {"grown_explained": [s["explained"] for s in shares],
+            "grown_explained_pooled": sum(s["significant_delta_ms"] for s in shares)
+            / sum(s["reference_delta_ms"] for s in shares)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
@@ -175,6 +188,7 @@ def main() -> None:
     if found and "detected_alone_beyond_floor" in found[0]:
         summary["grown_detected_alone_beyond_floor"] = sum(g["detected_alone_beyond_floor"]
                                                            for g in found)
+    summary |= explained(found, args.collector)
     print(json.dumps({**summary, "aa": pairs, "grown": found,
                       "seconds": round(time.time() - start)}))
 
