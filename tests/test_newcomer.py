@@ -306,6 +306,19 @@ def test_every_command_has_a_help_page(tmp_path: Path, args, head, says):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["help", "compaer"], "aorta help compaer: no such command; did you mean aorta help compare?"),
+    (["help", "nosuch"], "aorta help nosuch: no such command (commands: agree, compare, "),
+    (["compaer", "runs/a", "runs/b"], "'compaer' is not a command of aorta; did you mean aorta "
+                                      "compare?"),
+])
+def test_a_misspelt_command_is_named_with_the_one_meant(tmp_path: Path, args, said):
+    done = run_aorta(args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"aorta: error: {said}"), line
+
+
 def test_aorta_help_is_the_help_page(tmp_path: Path):
     asked = run_aorta(["help"], cwd=tmp_path)
     assert asked.returncode == 0, asked.stderr

@@ -41,5 +41,5 @@ def test_the_fix_rerun_compare_gate_walkthrough_runs_as_written(tmp_path: Path):
         assert done.returncode == status, f"$ {command}\n{done.stderr}\n{done.stdout}"
         assert "Traceback" not in done.stderr, done.stderr
     assert "cannot start './bench.sh'" in outputs[0]
-    assert "3 that errored run again: retry=errored" in outputs[2]
+    assert "4 that errored run again: retry=errored" in outputs[2]
     assert "--fail-on: default → env.DELAY=1.5 wall_time_s:" in outputs[6]

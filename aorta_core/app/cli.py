@@ -270,9 +270,23 @@ def cmd_report_sweep(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _html_problem(path: str) -> str | None:
+    """Why ``--html PATH`` cannot be written, found before the comparison runs."""
+    if not path:
+        return "--html '': give the path of the page to write, e.g. --html runs/compare.html"
+    if Path(path).is_dir():
+        return (f"--html {path} is a folder; give the path of the page to write, e.g. "
+                f"--html {Path(path) / 'compare.html'}")
+    return None
+
+
 def cmd_compare(ns: argparse.Namespace) -> int:
     from aorta_core.reports.compare import CompareError, compare, markdown, write_html
 
+    problem = None if ns.html is None else _html_problem(ns.html)
+    if problem is not None:
+        error_line(problem)
+        return 2
     try:
         result = compare(Path(ns.baseline), Path(ns.candidate), factor=ns.factor,
                          alpha=ns.alpha, fail_on=ns.fail_on,
@@ -283,11 +297,13 @@ def cmd_compare(ns: argparse.Namespace) -> int:
     except CompareError as exc:
         error_line(str(exc))
         return 2
+    if result.self_compared:
+        warning_line(result.self_compared)
     if ns.json:
         _print_json(result.to_json(), ns.out)
     else:
         ns.out.write(markdown(result, only_changed=ns.only_changed))
-    if ns.html:
+    if ns.html is not None:
         line = write_html(result, Path(ns.html), pngs=False if ns.no_png else None)
         wrote(ns.html)
         if line:
@@ -539,13 +555,15 @@ def _add_report_parsers(sub) -> None:
     c.add_argument("--fail-on", action="append", metavar="METRIC:PCT",
                    help="exit 1 when METRIC (a glob) is significantly more than PCT%% worse "
                         "(or untestable: too few trials), or when no pair of cells measured it; "
-                        "kernel:GLOB:PCT gates the kernel rows whose name matches (repeatable)")
+                        "kernel:GLOB:PCT gates the kernel rows whose name or key matches "
+                        "(repeatable)")
     c.add_argument("--noise-floor", metavar="AA[,AA2]",
                    help="an A/A run (its trials split into halves) or two runs of the same "
                         "command: a row is significant only beyond the noise they measure")
     c.add_argument("--pair", action="append", nargs=2, metavar=("A_CELL", "B_CELL"),
-                   help="compare cell A_CELL of run A with B_CELL of run B (repeatable; the "
-                        "other cells pair as usual)")
+                   help="compare cell A_CELL of run A with B_CELL of run B (repeatable; "
+                        "between two runs the other cells pair as usual, within one run only "
+                        "the --pair pairs are compared)")
     c.add_argument("--match", metavar="KEY[,KEY]",
                    help="pair cells on these axes alone (default: by name, else by the axes "
                         "that are not set for a whole run)")
@@ -615,8 +633,16 @@ def print_version(out: TextIO) -> int:
 
 
 def _without_help_word(args: list[str]) -> list[str]:
-    """``aorta help [<command> [<sub>]]`` as ``aorta [<command> [<sub>]] --help``."""
-    return [*args[1:], "--help"] if args[:1] == ["help"] else args
+    """``aorta help [<command> [<sub>]]`` as ``aorta [<command> [<sub>]] --help``; a word that
+    names no command is a usage error, not the general help."""
+    if args[:1] != ["help"]:
+        return args
+    if args[1:] and args[1] not in RESERVED and _collector_command(args[1], []) is None:
+        near = _near_command(args[1])
+        raise UsageError(f"aorta help {args[1]}: no such command"
+                         + (f"; did you mean aorta help {near}?" if near else "")
+                         + f" (commands: {', '.join(sorted(RESERVED))})")
+    return [*args[1:], "--help"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -627,9 +653,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         error_line(problem)
         return 2
-    args = _without_help_word(sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
     out = sys.stdout
     try:
+        args = _without_help_word(args)
         tool = _tool(args)
         if tool is None:
             status = _sweep(args)
@@ -742,8 +769,20 @@ def _tool(args: list[str]) -> argparse.Namespace | None:
         _one_blas_thread()
         return _parse_tool(args)
     if args and args[0] != "sweep" and is_command_name(args[0]):
-        return _collector_command(args[0], args[1:])
+        found = _collector_command(args[0], args[1:])
+        if found is None and (near := _near_command(args[0])):
+            raise UsageError(f"{args[0]!r} is not a command of aorta; did you mean aorta {near}? "
+                             f"(commands: {', '.join(sorted(RESERVED))})")
+        return found
     return None
+
+
+def _near_command(word: str) -> str | None:
+    """The tool a misspelt ``word`` most likely meant (``compaer``: ``compare``), if any."""
+    import difflib
+
+    near = difflib.get_close_matches(word, sorted(RESERVED), n=1, cutoff=0.75)
+    return near[0] if near else None
 
 
 def _parse_tool(args: list[str]) -> argparse.Namespace:

@@ -107,6 +107,8 @@ class Result:
     failures: list[str] = field(default_factory=list)
     #: When no cell pairs: the problem and its fix, one line (exit status 2).
     nothing_compared: str = ""
+    #: When cells are set against themselves (a run compared with itself): what that measures.
+    self_compared: str = ""
     #: Which runs gave the noise floor (``--noise-floor``), ``""`` without one.
     noise_floor: str = ""
     #: Every kernel row of every cell pair (:mod:`.kernel_changes`), and per pair and
@@ -299,9 +301,10 @@ def parse_fail_on(specs: list[str]) -> list[tuple[str, float]]:
             value = float(pct)
         except ValueError:
             value = math.nan
-        if not metric or not (math.isfinite(value) and value >= 0):
-            raise CompareError(f"--fail-on {spec!r}: expected <metric>:<percent>, the percent "
-                               "a finite number >= 0, e.g. workload_step_time_ms:5 (the metric "
+        if not metric or not (math.isfinite(value) and value >= 0) or metric == "kernel":
+            raise CompareError(f"--fail-on {spec!r}: expected <metric>:<percent> or "
+                               "kernel:<name>:<percent>, the percent a finite number >= 0, e.g. "
+                               "workload_step_time_ms:5 or 'kernel:*gemm*:5' (the metric or name "
                                "may be a glob)")
         out.append((metric, value))
     return out
@@ -396,6 +399,21 @@ def _nothing_compared(a: Run, b: Run) -> str:
             "them with --pair A_CELL B_CELL or --match KEY[,KEY]")
 
 
+def _self_pairs(a: Run, b: Run, pairs: list[tuple[str, str]], asked: bool) -> str:
+    """Why the comparison measures nothing where cells are set against themselves (a run
+    compared with itself), else ``""``."""
+    same = [x for x, y in pairs if x == y] if a.path.resolve() == b.path.resolve() else []
+    if not same:
+        return ""
+    if asked:
+        return (f"--pair {same[0]} {same[0]} sets a cell of {a.path} against itself, which "
+                "measures nothing (every difference is 0): pair two different cells of the run, "
+                "or pass two runs")
+    return (f"{a.path} and {b.path} are the same run: each cell is compared with itself, which "
+            "measures nothing (every difference is 0): pass the baseline run and the candidate "
+            "run, or --pair two cells of this run")
+
+
 def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05,
             fail_on: list[str] | None = None, allow_env_mismatch: bool = False,
             pairs: list[tuple[str, str]] | None = None, match: list[str] | None = None,
@@ -411,7 +429,7 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
     a, b = load_run(a_path), load_run(b_path)
     try:
         floor = (noise_floor.measure(floor_runs, alpha, list(a.cells.values()))
-                 if floor_runs else None)
+                 if floor_runs is not None else None)
     except noise_floor.NoiseFloorError as exc:
         raise CompareError(str(exc)) from None
     try:
@@ -419,11 +437,14 @@ def compare(a_path: Path, b_path: Path, factor: float = 1.1, alpha: float = 0.05
                                   match, one_run=a.path.resolve() == b.path.resolve())
     except cell_pairs.PairingError as exc:
         raise CompareError(str(exc)) from None
+    itself = _self_pairs(a, b, pairing.pairs, bool(pairs))
+    if itself and rules:
+        raise CompareError(f"{itself}; a gate on it would pass whatever the code did")
     diffs = environment_differences(a, b)
     comparable = allow_env_mismatch or not diffs
     result = Result(str(a.path), str(b.path), factor, alpha, significance.TEST_NAME,
                     comparable, diffs, run_differences(a, b, diffs, pairing), pairing.text,
-                    noise_floor=floor.source if floor else "")
+                    noise_floor=floor.source if floor else "", self_compared=itself)
     if not pairing.pairs:
         result.nothing_compared = _nothing_compared(a, b)
     metrics = sorted({m for _, m in (*a.values, *b.values)},
@@ -450,7 +471,7 @@ def _kernels(result: Result, a: Run, b: Run, pairs: list[tuple[str, str]],
     if not (ka.values and kb.values):
         return
     floor = None
-    if floor_runs:
+    if floor_runs is not None:
         try:
             floor = noise_floor.measure(floor_runs, result.alpha, list(a.cells.values()),
                                         read=kernel_changes.values_of)
@@ -501,6 +522,8 @@ def markdown(result: Result, only_changed: bool = False) -> str:
              f"(when both sides have ≥ {significance.min_trials(result.alpha)} passing trials)  ",
              f"noise floor: {md_text(result.noise_floor) if result.noise_floor else 'none'}",
              ""]
+    if result.self_compared:
+        lines += [f"**{md_text(result.self_compared)}.**", ""]
     lines += _difference_lines(result)
     lines += [md_text(result.pairing), ""]
     if result.environment_differences:

@@ -323,7 +323,9 @@ def summaries(rows: Sequence[KernelChange], a_metrics: Metrics, b_metrics: Metri
         ref = ref_stats.delta if ref_stats else None
         sig = sum(r.delta_ms for r in part if r.significant and r.delta_ms is not None)
         tested = sum(r.p is not None for r in part)
-        family = sum(r.p is not None for r in rows if r.cell == cell)
+        # the rows BH weighs together; none tested (too few trials): all the cell's rows would be
+        family = (sum(r.p is not None for r in rows if r.cell == cell)
+                  or sum(r.cell == cell for r in rows))
         out.append(KernelSummary(
             cell, collector, first.unit, len(part), tested,
             sum(r.significant and (r.delta_ms or 0) > 0 for r in part),

@@ -95,12 +95,11 @@ def _values(path: Path, option: str, read: Reader) -> dict:
         raise NoiseFloorError(f"{option}: {exc}") from None
 
 
-def _samples(spec: str, option: str, baseline: list[dict], read: Reader
-             ) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
+def _samples(parts: list[str], option: str, baseline: list[dict], read: Reader
+              ) -> tuple[str, dict[tuple[str, str], tuple[list, list]]]:
     """(source phrase, (baseline's cell, metric) -> the two A/A samples); the A/A's cells
     are paired with the baseline's (and the second A/A run's with the first's) as ``aorta
     compare`` pairs cells."""
-    parts = [p for p in spec.split(",") if p]
     if len(parts) == 1:
         runs = _values(Path(parts[0]), option, read)
         runs = _renamed(runs, _pairs(baseline, _cells(Path(parts[0]))))
@@ -112,9 +111,39 @@ def _samples(spec: str, option: str, baseline: list[dict], read: Reader
         first, second = (_cells(Path(p)) for p in parts)
         two = _renamed(_renamed(two, _pairs(first, second)), _pairs(baseline, first))
         one = _renamed(one, _pairs(baseline, first))
-        return (f"{parts[0]} vs {parts[1]}",
-                {k: ([v for _, v in one[k]], [v for _, v in two[k]]) for k in one if k in two})
-    raise NoiseFloorError(f"{option}: expected one run folder or two as RUN1,RUN2, got {spec!r}")
+        return (f"{parts[0]} vs {parts[1]}",  # a row only one run has: one sample is empty
+                {k: ([v for _, v in one.get(k, ())], [v for _, v in two.get(k, ())])
+                 for k in one.keys() | two.keys()})
+    raise NoiseFloorError(f"{option}: expected one run folder or two as RUN1,RUN2, got "
+                          f"{','.join(parts)!r}")
+
+
+def _runs(spec: str, option: str) -> list[str]:
+    """The A/A run folders ``spec`` names: one folder (its name may hold commas), else two
+    separated by a comma; an empty name (``$AA`` unset in CI) is refused, never read as "no
+    floor"."""
+    if spec and Path(spec).is_dir():
+        return [spec]
+    parts = spec.split(",")
+    if "" in parts:
+        raise NoiseFloorError(f"{option} {spec!r}: a run folder is empty; pass the output folder "
+                              "of an A/A run (the same command as the compared runs), or two: "
+                              "RUN1,RUN2")
+    return parts
+
+
+def _too_few(samples: dict[Hashable, tuple[list, list]], need: int, runs: list[str]) -> str:
+    """What the A/A lacks for a floor: trials of one run split into halves, or of a run."""
+    if len(runs) == 1:
+        most = max((len(a) + len(b) for a, b in samples.values()), default=0)
+        return (f"each A/A side needs ≥ {need} passing trials of a metric, the A/A has at most "
+                f"{most} in all; rerun it with trials={2 * need} or more, or pass two runs of "
+                f"the same command as RUN1,RUN2 ({need} trials each or more)")
+    counts = [max((len(side[i]) for side in samples.values()), default=0) for i in (0, 1)]
+    short = [f"{run} has at most {n}" for run, n in zip(runs, counts, strict=True) if n < need]
+    return (f"each A/A run needs ≥ {need} passing trials of a metric the compared runs share; "
+            f"{' and '.join(short) or 'no metric has them in both'}: rerun "
+            f"{'it' if len(short) == 1 else 'them'} with trials={need} or more")
 
 
 def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--noise-floor",
@@ -122,18 +151,15 @@ def measure(spec: str, alpha: float, baseline: list[dict], option: str = "--nois
     """The floors of A/A ``spec`` (``RUN`` or ``RUN1,RUN2``), keyed by the cells of the
     baseline (its matrix.json's ``cells``); ``read``: which rows (the metrics, or the kernel
     rows of :func:`.kernel_changes.values_of`)."""
+    runs = _runs(spec, option)
     try:
-        source, samples = _samples(spec, option, baseline, read)
+        source, samples = _samples(runs, option, baseline, read)
     except cell_pairs.PairingError as exc:
         raise NoiseFloorError(f"{option} {spec}: {exc}") from None
     need = min_trials(alpha)
     keys = [k for k, (a, b) in samples.items() if min(len(a), len(b)) >= need]
     if not keys:
-        most = max((len(a) + len(b) for a, b in samples.values()), default=0)
-        raise NoiseFloorError(
-            f"{option} {spec}: each A/A side needs ≥ {need} passing trials of a metric, the "
-            f"A/A has at most {most} in all; rerun it with trials={2 * need} or more, or pass "
-            f"two runs of the same command as RUN1,RUN2 ({need} trials each or more)")
+        raise NoiseFloorError(f"{option} {spec}: {_too_few(samples, need, runs)}")
     stats = compare_rows([samples[k][0] for k in keys], [samples[k][1] for k in keys], alpha)
     floors = {}
     for k, s in zip(keys, stats, strict=True):

@@ -124,7 +124,7 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
         origin, origin_from = _first_event_origin(trial, {r: inputs[r] for r in ranks})
     placement = place_ranks(align, trial, {r: inputs[r] for r in ranks}, warn)
     path = Path(output) if output is not None else trial / TIMELINE_NAME
-    written, sources, clock_checks = [], [], []
+    written, sources, clock_checks, selected = [], [], [], False
     with tempfile.TemporaryDirectory(prefix=".aorta-timeline-", dir=path.parent) as scratch, \
             TraceWriter(path) as writer:
         jobs, flow_block = [], 1
@@ -143,8 +143,14 @@ def build_timeline(trial: Path, output: Path | None = None, selection: Selection
             writer.splice(job.fragment, done.value.events)
             job.fragment.unlink()
             written.append(job.rank)
+            selected = selected or done.value.selected
             sources += done.value.sources
             clock_checks += done.value.clock_checks
+        if written and not selected:  # a timeline of lane names only: the old one stays
+            writer.abort()
+            warn(f"{trial}: nothing in the selection ({selection.text()}) on any rank; "
+                 f"{path.name} not written")
+            return None
         events: dict[str, int] = defaultdict(int)
         for source in sources:
             events[source["kind"]] += source["events"]

@@ -34,6 +34,7 @@ from aorta_core.reports.timeline_inputs import (
     Trace,
     read_telemetry,
 )
+from aorta_core.reports.timeline_selection import Ints
 from aorta_core.reports.trace_events import (
     UNIX_NS_LIMIT,
     Event,
@@ -128,6 +129,8 @@ class RankMerged:
     sources: list[dict[str, Any]]
     clock_checks: list[dict[str, Any]]
     notes: list[str]
+    #: False when the selection left nothing of the rank (only its lanes' names were written).
+    selected: bool = True
 
 
 @dataclass
@@ -454,7 +457,10 @@ def merge_rank(job: RankJob) -> RankMerged:
     steps = [s for _, doc in unix for s in _profiler_steps(doc, m.shift_ns(checks[id(doc)]))]
     windows = m.windows(iterations, steps)
     if windows == []:
-        m.warn(f"rank {rank}: nothing in the selection ({m.selection.to_json()})")
+        found = {st.step for st in steps} | {it.global_step for it in iterations}
+        there = Ints((step, step) for step in found)
+        m.warn(f"rank {rank}: nothing in the selection ({m.selection.text()}); its steps: "
+               f"{there.text() or 'none'}")
     keep = _keeper(windows)
     with job.fragment.open("wb") as fh:
         stream = EventStream(fh)
@@ -464,4 +470,4 @@ def merge_rank(job: RankJob) -> RankMerged:
             stream.write(_merge_trace(m, rank, trace, doc, iterations, keep,
                                       checks.get(id(doc))))
         stream.write(m.lanes.close_rank(rank, m.forwarded))
-    return RankMerged(stream.count, m.sources, m.clock_checks, notes)
+    return RankMerged(stream.count, m.sources, m.clock_checks, notes, windows != [])

@@ -26,6 +26,11 @@ class Ints:
         i = bisect.bisect_right(self.firsts, value) - 1
         return i >= 0 and value <= self.lasts[i]
 
+    def text(self) -> str:
+        """As ``--ranks``/``--steps`` take them: ``0,2-5``."""
+        return ",".join(str(first) if first == last else f"{first}-{last}"
+                        for first, last in zip(self.firsts, self.lasts, strict=True))
+
     def to_json(self) -> list[int | list[int]]:
         """The ints, a run of three or more as ``[first, last]``."""
         out: list[int | list[int]] = []
@@ -48,6 +53,15 @@ class Selection:
             value = getattr(self, name)
             if value is not None and not isinstance(value, Ints):
                 object.__setattr__(self, name, Ints((v, v) for v in value))
+
+    def text(self) -> str:
+        """The options that made it: ``--steps 9 --window 0:50``."""
+        low, high = self.window_ms or (None, None)
+        window = f"{'' if low is None else f'{low:g}'}:{'' if high is None else f'{high:g}'}"
+        return " ".join(f"--{name} {value}" for name, value in (
+            ("ranks", self.ranks.text() if self.ranks is not None else None),
+            ("steps", self.steps.text() if self.steps is not None else None),
+            ("window", window if self.window_ms is not None else None)) if value is not None)
 
     def to_json(self) -> dict[str, Any]:
         return {"ranks": self.ranks.to_json() if self.ranks is not None else None,

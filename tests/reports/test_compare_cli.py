@@ -166,6 +166,38 @@ def test_bad_arguments_are_one_line_errors(sweeps, tmp_path):
         assert done.returncode == 2 and message in " ".join(done.stderr.split())
 
 
+def test_usage_mistakes_of_ci_lines_are_one_line_errors_before_any_work(sweeps, tmp_path):
+    """What a CI line gets wrong (an empty $AA or $PAGE, a trailing comma, a folder as --html, a
+    kernel gate without its name) is exit 2 naming the fix, never a comparison without it."""
+    fast, slow = str(sweeps["fast"]), str(sweeps["slow"])
+    for extra, message in (
+        (["--noise-floor", ""], "--noise-floor '': a run folder is empty"),
+        (["--noise-floor", f"{fast},"], f"--noise-floor '{fast},': a run folder is empty"),
+        (["--html", ""], "--html '': give the path of the page to write"),
+        (["--html", str(tmp_path)], f"--html {tmp_path} is a folder; give the path of the page"),
+        (["--fail-on", "kernel:5"], "expected <metric>:<percent> or kernel:<name>:<percent>"),
+        (["--noise-floor", f"{sweeps['broken']},{fast}"],
+         f"each A/A run needs ≥ 4 passing trials of a metric the compared runs share; "
+         f"{sweeps['broken']} has at most 0: rerun it with trials=4 or more"),
+    ):
+        done = aorta("compare", fast, slow, *extra, cwd=tmp_path, check=False)
+        [line] = done.stderr.splitlines()
+        assert done.returncode == 2 and done.stdout == "" and message in line, done.stderr
+
+
+def test_a_run_compared_with_itself_says_so_and_cannot_gate(sweeps, tmp_path):
+    fast = str(sweeps["fast"])
+    said = f"{fast} and {fast} are the same run: each cell is compared with itself"
+    done = aorta("compare", fast, fast, cwd=tmp_path)
+    assert done.returncode == 0 and said in done.stderr and said in done.stdout
+    gated = aorta("compare", fast, fast, "--fail-on", f"{STEP}:1", cwd=tmp_path, check=False)
+    [line] = gated.stderr.splitlines()
+    assert gated.returncode == 2 and said in line and "a gate on it would pass" in line
+    paired = aorta("compare", fast, fast, "--pair", "default", "default", "--fail-on", f"{STEP}:1",
+                   cwd=tmp_path, check=False)
+    assert paired.returncode == 2 and "--pair default default sets a cell of" in paired.stderr
+
+
 def test_html_page(sweeps, tmp_path):
     done = aorta("compare", str(sweeps["fast"]), str(sweeps["slow"]), "--html",
                  str(tmp_path / "c.html"), "--no-png", cwd=tmp_path)

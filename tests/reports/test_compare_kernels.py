@@ -206,6 +206,24 @@ def test_a_run_without_kernel_tables_is_named_with_the_command_that_writes_them(
     assert {r["name"] for r in again["kernels"] if r["significant"]} == {"sort", "fresh_kernel"}
 
 
+def test_too_few_trials_to_test_any_row_says_how_many_the_rows_need(runs, tmp_path):
+    """With 3 trials a side no row is tested: the trials the line asks for are those one change
+    among all the cell's rows needs, not the 4 a lone test would."""
+    import shutil
+
+    _, env, out = runs
+    short = tmp_path / "three trials"
+    shutil.copytree(out["sort30"], short)
+    for trial in sorted(short.glob("cells/*/trial_*"))[3:]:
+        shutil.rmtree(trial)
+    assert run_aorta(["matrix", str(short)], tmp_path, env).returncode == 0
+    result = json.loads(run_aorta(["compare", str(out["base"]), str(short), "--json"], tmp_path,
+                                  env).stdout)
+    [summary] = result["kernel_summaries"]
+    assert summary["tested"] == 0 and summary["trials"] == 3
+    assert summary["trials_needed"] == min_trials(0.05 / summary["rows"]) > 4
+
+
 def test_the_sweep_headline_names_the_kernels_that_differ_from_the_baseline(runs):
     root, env, _ = runs
     out = root / "two cells"

@@ -17,7 +17,7 @@ from reports.report_helpers import CLOCK_5X, aorta
 
 from aorta_core.reports.clock_check import clock_rate
 from aorta_core.reports.timeline import build_timeline, write_trial_timeline
-from aorta_core.reports.timeline_selection import Selection
+from aorta_core.reports.timeline_selection import Selection, parse_ints
 
 STEPS = 6
 #: The 2-rank sweep measures with torchprof, whose timeline_sources names its traces.
@@ -298,12 +298,17 @@ def test_ranks_steps_and_window_select_a_part(gloo_trial, tmp_path):
                    for e in evs)
 
     notes: list[str] = []
+    (tmp_path / "n.json").write_text("kept")  # a timeline of nothing replaces no file
     none = build_timeline(trial, tmp_path / "n.json",
                           Selection(steps=frozenset({99}), window_ms=(0, None)), warn=notes.append)
-    assert none.events == {"benchmark": 0, "torchprof": 0}
-    assert [n for n in notes if "nothing in the selection" in n] == [
-        f"rank {r}: nothing in the selection ({{'ranks': None, 'steps': [99], "
-        f"'window_ms': [0, None]}})" for r in (0, 1)]
+    assert none is None and (tmp_path / "n.json").read_text() == "kept"
+    said = [n for n in notes if "nothing in the selection" in n]
+    assert [n.split("; its steps: ")[0] for n in said[:2]] == [
+        f"rank {r}: nothing in the selection (--steps 99 --window 0:)" for r in (0, 1)]
+    for n in said[:2]:  # the steps there, as --steps takes them: step 3 (selected above) in
+        assert 3 in parse_ints(n.split("; its steps: ")[1])
+    assert said[2:] == [f"{trial}: nothing in the selection (--steps 99 --window 0:) on any "
+                        "rank; n.json not written"]
 
     low = _kineto_spans(full, 0, "ProfilerStep#3")[0][0] / 1000 + 1
     high = low + 2  # 2 ms inside step 3
