@@ -52,6 +52,9 @@ def explanation(summary: KernelSummary) -> str:
         ends = sorted(summary.significant_delta_ms / end * 100 for end in (low, high))
         share = (f" ({summary.explained * 100:.0f} % of it; {ends[0]:.0f}–{ends[1]:.0f} % "
                  "across its interval)")
+    if not (summary.slower or summary.faster):  # nothing to set against the step difference
+        return (f"{found}; the measured difference in {summary.reference} is {measured} ms; "
+                f"all rows sum to {summary.all_delta_ms:+.4g}")
     return (f"{found}; the significant rows sum to {summary.significant_delta_ms:+.4g} "
             f"{summary.unit} of the measured {measured} ms difference in "
             f"{summary.reference}{share}; all rows sum to {summary.all_delta_ms:+.4g}")
@@ -94,7 +97,23 @@ def markdown_lines(rows: Sequence[KernelChange], summaries: Sequence[KernelSumma
                 lines.append(f"| … {len(part) - SHOWN} more (--json lists them all) "
                              "| | | | | |")
             lines.append("")
+        held = held_back(rows, s, alpha) if floor else ""
+        lines += [md_text(held), ""] if held else []
     return lines
+
+
+def held_back(rows: Sequence[KernelChange], summary: KernelSummary, alpha: float) -> str:
+    """The pair's rows the test found (q ≤ alpha) that their noise floor held back, by ms, as a
+    sentence; ``""`` when there is none."""
+    held = sorted((r for r in rows if r.cell == summary.cell and r.collector == summary.collector
+                   and not r.significant and r.q is not None and r.q <= alpha
+                   and r.noise_floor is not None and r.delta_ms and r.baseline_ms),
+                  key=lambda r: -abs(r.delta_ms))
+    if not held:
+        return ""
+    return f"Within their noise floor (q ≤ {alpha:g}, Δ not beyond it): " + ", ".join(
+        f"{_cut(r.name)} {r.delta_ms:+.4g} ({r.delta_ms / r.baseline_ms * 100:+.1f} %, floor "
+        f"{r.noise_floor * 100:.1f} %)" for r in held[:SHOWN]) + "."
 
 
 def _name_html(name: str) -> Markup:
@@ -119,3 +138,6 @@ def html_section(page: Page, rows: Sequence[KernelChange], summaries: Sequence[K
                 if len(part) > SHOWN:
                     page.paragraph(f"… {len(part) - SHOWN} more {word} rows (aorta compare "
                                    "--json lists them all).", "note")
+        held = held_back(rows, s, alpha) if floor else ""
+        if held:
+            page.paragraph(held, "note")

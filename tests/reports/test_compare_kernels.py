@@ -166,6 +166,27 @@ def test_a_noise_floor_of_kernel_rows(runs):
     assert rows["sort"]["significant"] and not result["kernel_notes"]
 
 
+def test_rows_the_noise_floor_held_back_are_named_in_the_markdown(runs, tmp_path):
+    """A row the test found but its floor held back is not in the slower/faster tables: one
+    sentence names it with its floor, so --json is not the only place that says why. The A/A
+    here is base against a run whose sort is 50 % longer: a floor wider than the sort's +30 %."""
+    root, env, out = runs
+    wide = tmp_path / "wide"
+    done = run_aorta(["sweep=repeat", "trials=6", "collector=ktab", f"output={wide}",
+                      "+env.SCALE=1.5", "--", sys.executable, "-c", PAYLOAD], root, env,
+                     timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    floor = ("--noise-floor", f"{out['base']},{wide}")
+    result = json.loads(_compare(runs, "base", "sort30", "--json", *floor))
+    held = {r["name"] for r in result["kernels"] if not r["significant"]
+            and r["q"] is not None and r["q"] <= 0.05 and r["noise_floor"] is not None}
+    assert "sort" in held
+    [line] = [ln for ln in _compare(runs, "base", "sort30", *floor).splitlines()
+              if ln.startswith("Within their noise floor")]
+    assert {name for name in held if f" {name} +" in f" {line}"} == held
+    assert "| `sort` |" not in _compare(runs, "base", "sort30", *floor)
+
+
 def test_a_damaged_table_costs_its_trial_and_says_so(runs, tmp_path):
     import shutil
 
