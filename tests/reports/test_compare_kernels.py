@@ -77,11 +77,7 @@ def runs(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, Path]]:
     site.add("ktab", KTAB)
 
     def sweep(name: str, *overrides: str) -> Path:
-        done = run_aorta(["sweep=repeat", "trials=6", "collector=ktab", f"output={root / name}",
-                          *overrides, "--", sys.executable, "-c", PAYLOAD], root, site.env,
-                         timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return root / name
+        return _sweep(root, site.env, root / name, 6, *overrides)
 
     return root, site.env, {
         "base": sweep("base"),
@@ -92,6 +88,14 @@ def runs(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, Path]]:
         "noisy_step": sweep("noisy_step", "+env.SCALE=1.3", "+env.SEED=d",
                             "+env.STEP_NOISE=1"),
     }
+
+
+def _sweep(root: Path, env: dict[str, str], out: Path, trials: int, *overrides: str) -> Path:
+    """A sweep of PAYLOAD under the ktab collector, into ``out``."""
+    done = run_aorta(["sweep=repeat", f"trials={trials}", "collector=ktab", f"output={out}",
+                      *overrides, "--", sys.executable, "-c", PAYLOAD], root, env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
 
 
 def _compare(runs, a: str, b: str, *more: str):
@@ -171,11 +175,7 @@ def test_rows_the_noise_floor_held_back_are_named_in_the_markdown(runs, tmp_path
     sentence names it with its floor, so --json is not the only place that says why. The A/A
     here is base against a run whose sort is 50 % longer: a floor wider than the sort's +30 %."""
     root, env, out = runs
-    wide = tmp_path / "wide"
-    done = run_aorta(["sweep=repeat", "trials=6", "collector=ktab", f"output={wide}",
-                      "+env.SCALE=1.5", "--", sys.executable, "-c", PAYLOAD], root, env,
-                     timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    wide = _sweep(root, env, tmp_path / "wide", 6, "+env.SCALE=1.5")
     floor = ("--noise-floor", f"{out['base']},{wide}")
     result = json.loads(_compare(runs, "base", "sort30", "--json", *floor))
     held = {r["name"] for r in result["kernels"] if not r["significant"]
@@ -284,11 +284,7 @@ def test_a_kernel_gate_with_too_few_trials_to_test_gates_on_the_percentage(runs)
     """At 4 trials a side no row of 23 can reach q ≤ 0.05: the gate fails on the percentage
     alone and says so, never passing because it could not test."""
     root, env, out = runs
-    short = root / "short"
-    done = run_aorta(["sweep=repeat", "trials=4", "collector=ktab", f"output={short}",
-                      "+env.SCALE=1.3", "--", sys.executable, "-c", PAYLOAD], root, env,
-                     timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    short = _sweep(root, env, root / "short", 4, "+env.SCALE=1.3")
     gate = run_aorta(["compare", str(out["base"]), str(short), "--fail-on=kernel:sort:10",
                       "--json"], root, env)
     assert gate.returncode == 1, gate.stderr[-2000:]
