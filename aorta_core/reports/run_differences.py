@@ -83,10 +83,13 @@ def _sorted(values: set[str | None]) -> list[str | None]:
 def _aspect(aspect: str, a: dict[str, str | None], b: dict[str, str | None], key: str = "",
             name: str = "") -> list[Difference]:
     """The differences of one per-cell value (``a``/``b``: cell -> value): one line for the
-    runs when each has one value, else one per matched cell that changed, else the two sets."""
+    runs when each has one value, else one per matched cell that changed, else the two sets.
+    Where cells matched and none changed, values only unmatched cells hold are no difference of
+    what was compared (the pairing names those cells)."""
     sa, sb = set(a.values()), set(b.values())
-    changed = [c for c in a if c in b and a[c] != b[c]]
-    if sa == sb and not changed:
+    matched = [c for c in a if c in b]
+    changed = [c for c in matched if a[c] != b[c]]
+    if (sa == sb or matched) and not changed and not (len(sa) == len(sb) == 1 and sa != sb):
         return []
     if len(sa) == 1 and len(sb) == 1:
         return [Difference(aspect, _sorted(sa), _sorted(sb), key, name)]

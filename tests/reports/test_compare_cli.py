@@ -122,6 +122,20 @@ def test_runs_that_ran_different_commands_say_so_before_any_metric(sweeps, tmp_p
         "compare", str(sweeps["fast"]), str(sweeps["fast"]), cwd=tmp_path))
 
 
+def test_a_value_only_an_unpaired_cell_holds_is_no_difference_of_the_runs(tmp_path):
+    """A ran X=a, B ran X=a and X=b: the cells that pair ran alike, so no line says the runs set
+    X differently (B's X=b cell is unpaired, and the pairing says so)."""
+    runs = {}
+    for name, values in (("a", "a"), ("b", "a,b")):
+        runs[name] = tmp_path / name
+        aorta(f"output={runs[name]}", "sweep=repeat", "trials=1", f"+env.X={values}", "--",
+              sys.executable, "-c", "pass", cwd=tmp_path)
+    done = aorta("compare", str(runs["a"]), str(runs["b"]), "--json", cwd=tmp_path)
+    result = json.loads(done.stdout)
+    assert result["differences"] == [], result["differences"]
+    assert {r["cell"] for r in result["rows"]} == {"env.X=a", "env.X=b"}
+
+
 def test_runs_with_another_collector_option_say_so_before_any_metric(tmp_path):
     """Two real sweeps of the example rusage collector, max_rss on and off: the option (from the
     trial records) is named before any metric, and nothing else is."""
