@@ -26,6 +26,7 @@ def test_rounds_run_trial_n_of_every_cell_before_trial_n_plus_1(tmp_path: Path):
     for index in range(3):
         assert f"round {index + 1}/3: trial {index} of every cell" in done.stderr
     assert done.stderr.count("cell env.SIDE=a") == 1  # the cell's line once, in round 1
+    assert "[HYDRA]" not in done.stderr  # its launch lines would repeat aorta's, every round
     assert sorted((r["cell"], r["trial"]) for r in records(out)) == [
         (cell, trial) for cell in ("env.SIDE=a", "env.SIDE=b") for trial in range(3)]
 
