@@ -64,7 +64,7 @@ def _hostile_sweep(root: Path) -> Path:
     done = aorta("sweep=repeat", "trials=2", f"output={out}", f"+env.X={json.dumps(AXIS)}",
                  "--", sys.executable, "-c", PAYLOAD, cwd=root, env=NO_GPU)
     assert done.returncode == 0, done.stderr
-    assert AXIS in done.stdout  # Rich markup in an axis value prints literally
+    assert AXIS in done.stderr  # Rich markup in an axis value prints literally (cell line)
     for path in sorted(out.glob("cells/*/cell.json")):
         path.write_text(json.dumps({**json.loads(path.read_text()), "cell": CELL}))
     for path in sorted(out.glob("cells/*/trial_*/record.json")):
