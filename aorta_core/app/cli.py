@@ -175,7 +175,6 @@ def _above_artifacts(folder: Path, collector: str) -> str | None:
     from aorta_core.engine.kernel_tables import rebuild_command
     from aorta_core.engine.records import RECORD_NAME
 
-    instead = f"pass one trial's artifact folder, e.g. {folder / 'trial_000' / collector}"
     if (folder / RECORD_NAME).is_file():
         return (f"{folder} is a trial's folder, not {collector}'s artifact folder; pass "
                 f"{folder / collector}")
@@ -185,7 +184,8 @@ def _above_artifacts(folder: Path, collector: str) -> str | None:
                 f"one trial's, e.g. {folder}/cells/<cell>/trial_000/{collector}, or write every "
                 f"trial's kernel table with {rebuild_command(folder)}")
     if any(folder.glob(f"trial_[0-9]*/{RECORD_NAME}")):
-        return f"{folder} is a cell's folder, not {collector}'s artifact folder; {instead}"
+        return (f"{folder} is a cell's folder, not {collector}'s artifact folder; pass one "
+                f"trial's artifact folder, e.g. {folder / 'trial_000' / collector}")
     return None
 
 

@@ -14,6 +14,7 @@ from aorta_core.engine.records import (
     CELL_FILE,
     RECORD_NAME,
     BadRecord,
+    TrialOutcome,
     TrialRecord,
     load_record,
     write_json_atomic,
@@ -52,7 +53,8 @@ def kept_unmeasured(cell: Cell, indices: list[int]) -> list[str]:
     found = []
     for index in indices:
         try:
-            verdict = load_record(cell.trial_dir(index) / RECORD_NAME, cell.name, index).verdict
+            verdict = load_record(cell.trial_dir(index) / RECORD_NAME, cell.name, index,
+                                  TrialOutcome).verdict
         except (OSError, BadRecord):
             continue
         if verdict in RetryPolicy.failed.verdicts:

@@ -23,16 +23,16 @@ from aorta_core.api.contracts import KERNEL_KINDS, KernelRow
 from aorta_core.api.files import write_atomic
 
 KERNELS_NAME = "kernels.parquet"
+#: The file's columns, in order.
+COLUMNS = ("collector", "name", "key", "kind", "step", "calls", "total_ms")
+#: Rows taken from one collector of one trial: a table beyond it is a runaway hook.
+MAX_ROWS = 5_000_000
 
 
 def rebuild_command(output: Path | str) -> str:
     """The command that writes every trial's kernel table of the sweep at ``output``, quoted to
     be pasted into a shell."""
     return f"aorta parse {shlex.quote(str(output))} --kernels"
-#: The file's columns, in order.
-COLUMNS = ("collector", "name", "key", "kind", "step", "calls", "total_ms")
-#: Rows taken from one collector of one trial: a table beyond it is a runaway hook.
-MAX_ROWS = 5_000_000
 
 
 def row_problem(row: Any) -> str | None:

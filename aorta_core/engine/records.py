@@ -92,6 +92,19 @@ class TrialRecord(msgspec.Struct, kw_only=True):
     recorded_at_unix: float | None = None
 
 
+class TrialOutcome(msgspec.Struct, kw_only=True):
+    """How a trial ended, read from its record without its metrics, environment or collectors
+    (decoding a record of thousands of metrics to read these costs as much as the matrix's own
+    read of it)."""
+
+    cell: str
+    trial: int
+    verdict: Verdict
+    error: str | None = None
+    exit_code: int | None = None
+    stderr: str | None = None
+
+
 class AgreeMarker(msgspec.Struct):
     collector: str | None
     times_comparable: bool
@@ -131,19 +144,6 @@ def _enc_hook(obj: Any) -> Any:
 
 
 _encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
-class TrialOutcome(msgspec.Struct, kw_only=True):
-    """How a trial ended, read from its record without its metrics, environment or collectors
-    (decoding a record of thousands of metrics to read these costs as much as the matrix's own
-    read of it)."""
-
-    cell: str
-    trial: int
-    verdict: Verdict
-    error: str | None = None
-    exit_code: int | None = None
-    stderr: str | None = None
-
-
 _DECODERS = {shape: msgspec.json.Decoder(shape).decode for shape in (TrialRecord, TrialOutcome)}
 
 

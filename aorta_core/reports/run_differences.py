@@ -89,7 +89,7 @@ def _aspect(aspect: str, a: dict[str, str | None], b: dict[str, str | None], key
     sa, sb = set(a.values()), set(b.values())
     matched = [c for c in a if c in b]
     changed = [c for c in matched if a[c] != b[c]]
-    if (sa == sb or matched) and not changed and not (len(sa) == len(sb) == 1 and sa != sb):
+    if not changed and (sa == sb or matched):
         return []
     if len(sa) == 1 and len(sb) == 1:
         return [Difference(aspect, _sorted(sa), _sorted(sb), key, name)]
