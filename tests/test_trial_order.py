@@ -41,6 +41,33 @@ def test_rounds_run_trial_n_of_every_cell_before_trial_n_plus_1(tmp_path: Path):
     assert more.returncode == 0, more.stderr
     assert log.read_text().split()[6:] == ["a", "b"]  # only round 4 ran
     assert "(3/4 trials already recorded)" in more.stderr
+    # rounds 2 and 3 are not launched at all (composing their jobs costs ~0.5 s a cell)
+    assert "trials 1-2 of every cell are recorded already: their rounds are not run" in more.stderr
+    assert "round 2/4" not in more.stderr and "round 4/4: trial 3 of every cell" in more.stderr
+
+
+def test_a_rerun_launches_only_the_rounds_of_trials_some_cell_lacks(tmp_path: Path):
+    """A record lost in one cell: its round runs (that cell's trial alone), the others do not;
+    a failed trial under ``retry=failed`` brings its round back too."""
+    log = tmp_path / "sides.log"
+    out = tmp_path / "out"
+    script = tmp_path / "side.sh"
+    script.write_text(f'echo "$SIDE" >> {shlex.quote(str(log))}\n'
+                      f'[ "$SIDE" != b ] || [ -e {shlex.quote(str(tmp_path / "fixed"))} ]\n')
+    args = ["sweep=repeat", "trials=4", "order=rounds", "+env.SIDE=a,b", f"output={out}"]
+    first = run_aorta([*args, "--", "sh", str(script)], cwd=tmp_path)
+    assert first.returncode == 1  # b fails every trial
+    (out / "cells" / "env.SIDE=a" / "trial_002" / "record.json").unlink()
+    log.write_text("")
+    kept = run_aorta([*args, "--", "sh", str(script)], cwd=tmp_path)
+    assert log.read_text().split() == ["a"], kept.stderr  # round 3, a's trial 2 alone
+    assert "trials 1,3 of every cell are recorded already: their rounds are not run" in kept.stderr
+    (tmp_path / "fixed").touch()
+    log.write_text("")
+    again = run_aorta([*args, "retry=failed", "--", "sh", str(script)], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert log.read_text().split() == ["b"] * 4  # every round: each has a failed trial of b
+    assert "their rounds are not run" not in again.stderr
 
 
 def test_cells_order_runs_every_trial_of_a_cell_first(tmp_path: Path):

@@ -27,8 +27,9 @@ from aorta_core.engine.records import RECORD_LIMIT, RECORD_NAME
 
 MULTIRUN_YAML = "multirun.yaml"
 #: What a job's value holds for the driver: its cell was refused as another run's and left
-#: untouched; why each of its recorded trials that ran again did (``error``, ``fail``, ``bad``).
-OTHER_RUN, RERUN = "other_run", "rerun"
+#: untouched; why each of its recorded trials that ran again did (``error``, ``fail``, ``bad``);
+#: under ``order=rounds``, round 0's list of the later trials its cell still has to run.
+OTHER_RUN, RERUN, UNFINISHED = "other_run", "rerun", "unfinished"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 

@@ -47,6 +47,25 @@ def trial_state(cell: Cell, index: int) -> str | None:
     return record.verdict if record.verdict in RetryPolicy(cell.retry).verdicts else None
 
 
+def unfinished(cell: Cell, indices: range) -> list[int]:
+    """The trials among ``indices`` a run would take up (no record, one it cannot read, one of
+    another run, a verdict the retry policy runs again), read quietly from how each ended: under
+    ``order=rounds`` the rounds where no cell has one are not launched, and a round that is still
+    decides, and says, why each of its trials runs."""
+    again = RetryPolicy(cell.retry).verdicts
+    found = []
+    for index in indices:
+        try:
+            ended = load_record(cell.trial_dir(index) / RECORD_NAME, cell.name, index,
+                                TrialOutcome)
+        except (OSError, BadRecord):
+            found.append(index)
+            continue
+        if ended.fingerprint != cell.fingerprint or ended.verdict in again:
+            found.append(index)
+    return found
+
+
 def kept_unmeasured(cell: Cell, indices: list[int]) -> list[str]:
     """The verdicts (``"error"``, ``"fail"``) of the kept records among ``indices`` that a wider
     retry policy would run again: after a fix, the trials a plain re-run does not redo."""

@@ -103,6 +103,7 @@ class TrialOutcome(msgspec.Struct, kw_only=True):
     error: str | None = None
     exit_code: int | None = None
     stderr: str | None = None
+    fingerprint: str | None = None
 
 
 class AgreeMarker(msgspec.Struct):
