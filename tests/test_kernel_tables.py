@@ -91,6 +91,19 @@ def test_ncu_rows_count_launches(tmp_path):
     assert max(rows, key=lambda r: r.total_ms).name == metrics["ncu_top_kernels"][0]
 
 
+def test_only_a_cpp_signature_loses_its_arguments_and_return_type():
+    """Names of other shapes stay whole: a Python profiler's functions of two files, Kineto's
+    copies of two kinds, an op around another op never merge into one key."""
+    assert kernel_key("void f<int>(int, float*)") == "f<int>"
+    assert kernel_key("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)") \
+        == "nccldevkernel_allreduce_sum_f32_ring_ll"
+    keys = [kernel_key(n) for n in (
+        "__init__ (a.py:1)", "__init__ (b.py:1)", "work.py:9 <genexpr>", "<genexpr>",
+        "Memcpy HtoD (Device -> Pinned)", "Memcpy HtoD (Device -> Pageable)",
+        "autograd::engine::evaluate_function: MmBackward0", "MmBackward0")]
+    assert len(set(keys)) == len(keys), keys
+
+
 def test_tables_of_two_collectors_in_one_file(tmp_path):
     rows = checked_rows("proton", _proton(tmp_path)) + checked_rows("torchprof", _torchprof())
     write_table(tmp_path / "kernels.parquet", rows)

@@ -82,6 +82,48 @@ def test_misspelled_hook_is_an_error(plugin_site, tmp_path: Path):
     rows = _plugins(plugin_site, tmp_path)
     assert rows["typo"]["status"] == "error"
     assert "unknown hook 'wrap_arvg'" in rows["typo"]["error"]
+    where = plugin_site.root / "aorta_test_typo" / "plugin.py"
+    assert f"in {where}; did you mean wrap_argv?" in rows["typo"]["error"]
+
+
+def test_load_errors_name_what_to_fix(plugin_site, tmp_path: Path):
+    """A syntax error names the whole path; an entry point naming an object of the module (not
+    the module) names the value to write instead."""
+    plugin_site.add("syntax", "def broken(:\n")
+    plugin_site.add("cls", good_collector("cls"))
+    points = next(plugin_site.root.glob("aorta_test_cls-*.dist-info")) / "entry_points.txt"
+    points.write_text("[aorta.collectors]\ncls = aorta_test_cls.plugin:Options\n")
+    rows = _plugins(plugin_site, tmp_path)
+    assert rows["syntax"]["error"] == (
+        f"SyntaxError: invalid syntax ({plugin_site.root / 'aorta_test_syntax' / 'plugin.py'}, "
+        "line 1)")
+    assert rows["cls"]["error"] == (
+        "TypeError: entry point cls = 'aorta_test_cls.plugin:Options' holds no aorta_collector "
+        "hook: it must name the module of your @hookimpl functions, e.g. cls = "
+        "'aorta_test_cls.plugin' (docs/plugins.md#packaging)")
+
+
+def test_a_selected_broken_collector_is_said_once(plugin_site, tmp_path: Path):
+    plugin_site.add("good", good_collector("good"))
+    plugin_site.add("broken", "import no_such_module_anywhere\n")
+    done = run_aorta(["sweep=repeat", "collector=broken,good", "-m", "--", "true"],
+                     cwd=tmp_path, env=_env(plugin_site))
+    assert done.returncode == 2
+    assert done.stderr.count("collector broken (aorta-test-broken 0.3.1) is unusable") == 1
+    assert "aorta: error: collector broken" in done.stderr
+
+
+def test_a_collector_in_a_near_miss_entry_point_group_is_named(plugin_site, tmp_path: Path):
+    plugin_site.add("grp", good_collector("grp"))
+    points = next(plugin_site.root.glob("aorta_test_grp-*.dist-info")) / "entry_points.txt"
+    points.write_text("[aorta.collector]\ngrp = aorta_test_grp.plugin\n")
+    done = run_aorta(["sweep=repeat", "collector=grp", "--", "true"], cwd=tmp_path,
+                     env=_env(plugin_site))
+    assert done.returncode == 2
+    assert ("aorta: error: collector grp is declared by aorta-test-grp 0.3.1 in the entry-point "
+            "group 'aorta.collector', which aorta does not read: name the group "
+            "'aorta.collectors' ([project.entry-points.\"aorta.collectors\"]) and install it "
+            "again") in done.stderr
 
 
 def test_a_collector_without_wrap_argv_is_an_error(plugin_site, tmp_path: Path):

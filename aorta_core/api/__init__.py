@@ -6,7 +6,7 @@ specified in :mod:`aorta_core.api.hookspecs`; docs/plugins.md explains each name
 
 - contract types: :class:`CollectorInfo`, :class:`Launch`, :class:`TrialRun`, :class:`Claim`,
   :class:`TimelineSource`, :class:`ReportSection`, :class:`Command`, :class:`PayloadSession`,
-  :class:`KernelRow`;
+  :class:`KernelRow` (its kinds: ``KERNEL_KINDS``);
   errors :class:`SetupError`, :class:`OptionError`; ``hookimpl`` marks an implementation;
 - option checks: ``check_regex``, ``check_text``; the profiler binary: ``find_executable``;
 - bounded reads of artifacts: ``read_limited``, ``open_limited``, ``mapped_limited``,
@@ -36,6 +36,7 @@ from typing import Any
 from aorta_core.api.bom import without_bom
 from aorta_core.api.checks import check_regex, check_text
 from aorta_core.api.contracts import (
+    KERNEL_KINDS,
     Claim,
     CollectorInfo,
     Command,
@@ -79,8 +80,8 @@ _LAZY = {
 }
 
 __all__ = [
-    "Claim", "CollectorInfo", "Command", "FileRefused", "KernelRow", "Launch", "Mapped",
-    "OptionError",
+    "KERNEL_KINDS", "Claim", "CollectorInfo", "Command", "FileRefused", "KernelRow", "Launch",
+    "Mapped", "OptionError",
     "PayloadSession", "ReportSection", "SetupError", "TimelineSource", "TrialRun",
     "check_regex", "check_regular", "check_text", "decoded_bytes", "files_under",
     "find_executable",

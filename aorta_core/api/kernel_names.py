@@ -74,16 +74,25 @@ def _depths(text: str) -> list[int]:
 
 
 def signature(name: str) -> str:
-    """The kernel's qualified name with template arguments, no return type, no arguments."""
+    """The kernel's qualified name with template arguments, no return type, no arguments.
+
+    Only a C++ signature loses its parts: an argument list right after the name
+    (``void f<int>(int, float*)``), then the return type before it. A name with a space before
+    its parenthesis or none at all is kept whole: ``Memcpy HtoD (Device -> Pinned)``,
+    ``autograd::engine::evaluate_function: MmBackward0`` (an op around ``MmBackward0``, not
+    it), a Python profiler's ``f (work.py:12)``."""
     text = name.strip()
     for suffix in _SUFFIXES:
         text = text.removesuffix(suffix)
     text = demangle(text).replace(_ANONYMOUS, "")
+    if not text.endswith(")"):
+        return text
     depths = _depths(text)
-    if text.endswith(")"):
-        opening = max((i for i, c in enumerate(text) if c == "(" and depths[i] == depths[-1]),
-                      default=len(text))
-        text, depths = text[:opening].rstrip(), depths[:opening]
+    opening = max((i for i, c in enumerate(text) if c == "(" and depths[i] == depths[-1]),
+                  default=0)
+    if opening == 0 or text[opening - 1].isspace():
+        return text
+    text, depths = text[:opening].rstrip(), depths[:opening]
     spaces = [i for i, c in enumerate(text) if c == " " and depths[i] == 0]
     return text[spaces[-1] + 1:] if spaces else text
 

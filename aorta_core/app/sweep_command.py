@@ -22,8 +22,9 @@ def _output_arg(output: Path) -> str:
     return f"output={quote(str(output))}"
 
 
-def load_registry_or_exit(only: str | None = None):
-    """The collectors (``only``: just that one), or exit 2 with the strict load's error."""
+def load_registry_or_exit(only: str | None = None, warn: bool = True):
+    """The collectors (``only``: just that one), or exit 2 with the strict load's error;
+    ``warn``: one warning per collector that failed to load (:func:`warn_unusable`)."""
     from aorta_core.engine.plugins import PluginLoadError, load_registry
 
     try:
@@ -31,13 +32,18 @@ def load_registry_or_exit(only: str | None = None):
     except PluginLoadError as exc:
         error_line(str(exc))
         raise SystemExit(2) from None
+    if warn:
+        warn_unusable(registry)
+    return registry
+
+
+def warn_unusable(registry) -> None:
     for status in registry.statuses:
         if status.status == "error":
             warning_line(
                 f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
                 f"{status.error}"
             )
-    return registry
 
 
 def run_sweep(args: list[str]) -> int:
@@ -52,7 +58,9 @@ def run_sweep(args: list[str]) -> int:
 
         print_help([a for a in hydra_args if "=" in a and not a.startswith("-")], option_names())
         return 0
-    load_registry_or_exit()  # one warning per unusable collector, before anything runs
+    # one warning per unusable collector before anything runs, once the line is checked: a
+    # selected one is the check's error, said once
+    registry = load_registry_or_exit(warn=False)
     from aorta_core.app import searchpath
     from aorta_core.app.cell_job import hydra_main, register_command, run_jobs, run_rounds
     from aorta_core.app.driver import EXIT_USAGE, drive, recorded_trials
@@ -65,6 +73,7 @@ def run_sweep(args: list[str]) -> int:
     except UsageError as exc:
         error_line(str(exc))
         return EXIT_USAGE
+    warn_unusable(registry)
     output = plan.output
     register_command(command, plan.swept)
     if any(a in _INFO_FLAGS for a in plan.flags):  # Hydra prints and runs nothing

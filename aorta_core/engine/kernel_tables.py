@@ -91,6 +91,12 @@ def write_table(path: Path, rows: list[tuple]) -> None:
     write_atomic(path, buffer.getvalue())
 
 
+def has_kernel_table(registry: Any, name: str) -> bool:
+    """Whether collector ``name`` implements ``kernel_table``."""
+    hook = getattr(registry.manager.hook, "kernel_table", None)
+    return hook is not None and name in {i.plugin_name for i in hook.get_hookimpls()}
+
+
 @dataclass
 class KernelTables:
     """One trial's table as its collectors add to it (aorta's side)."""
@@ -104,8 +110,7 @@ class KernelTables:
         """In the hook's process, after ``parse_metrics``: this collector's rows (hook called,
         rows checked), once the file holds them after the earlier collectors' rows; ``None``
         when it added nothing."""
-        hook = getattr(registry.manager.hook, "kernel_table", None)
-        if hook is None or name not in {i.plugin_name for i in hook.get_hookimpls()}:
+        if not has_kernel_table(registry, name):
             return None
         try:
             returned = registry.call(name, "kernel_table", artifact_dir=folder, options=options)

@@ -103,7 +103,12 @@ def _register(registry: Registry, ep: EntryPoint, version: str, hydra: bool = Tr
     module = ep.load()
     registry.manager.register(module, name=ep.name)
     try:
-        registry.manager.check_pending()
+        _check_hook_names(registry.manager, module)
+        if ep.name not in {i.plugin_name
+                           for i in registry.manager.hook.aorta_collector.get_hookimpls()}:
+            raise TypeError(f"entry point {ep.name} = {ep.value!r} holds no aorta_collector "
+                            f"hook: it must name the module of your @hookimpl functions, e.g. "
+                            f"{ep.name} = {ep.module!r} ({PACKAGING_DOC})")
         info = registry.call(ep.name, "aorta_collector")
         if not isinstance(info, CollectorInfo):
             raise TypeError(f"aorta_collector() returned {type(info).__name__}, not CollectorInfo")
@@ -124,6 +129,26 @@ def _register(registry: Registry, ep: EntryPoint, version: str, hydra: bool = Tr
 
 
 PACKAGING_DOC = "docs/plugins.md#packaging"
+
+
+def _check_hook_names(manager: pluggy.PluginManager, module: Any) -> None:
+    """pluggy's check that every ``@hookimpl`` names a hook, its error naming the plugin's file
+    and the hook meant."""
+    try:
+        manager.check_pending()
+    except pluggy.PluginValidationError as exc:
+        found = re.match(r"unknown hook '([^']+)'", str(exc))
+        if found is None:
+            raise
+        import difflib
+
+        near = difflib.get_close_matches(found.group(1), [
+            name for name in dir(hookspecs) if hasattr(getattr(hookspecs, name), "aorta_spec")])
+        where = getattr(module, "__file__", None) or repr(module)
+        raise pluggy.PluginValidationError(exc.plugin, (
+            f"unknown hook {found.group(1)!r} in {where}"
+            + (f"; did you mean {near[0]}?" if near else "")
+            + " (the hooks: docs/plugins.md#hooks)")) from None
 
 
 def collector_options(schema: type, values: Mapping[str, Any] | Sequence[str] = ()) -> Any:
@@ -270,6 +295,25 @@ def unusable_selection(hydra_message: str) -> str | None:
     errors = {s.name: s for s in load_registry().statuses if s.status == "error"}
     status = next((errors[n.strip()] for n in names if n.strip() in errors), None)
     if status is None:
-        return None
+        return next(filter(None, map(_declared_elsewhere, names)), None)
     return (f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
             f"{status.error}")
+
+
+def _declared_elsewhere(name: str) -> str | None:
+    """Why collector ``name`` is not found when an installed distribution declares it in an
+    entry-point group whose name is near :data:`ENTRY_POINT_GROUP` (``aorta.collector``): read
+    only when a selection failed, since it reads every distribution's entry points."""
+    import difflib
+
+    from importlib_metadata import distributions
+
+    for dist in distributions():
+        for ep in dist.entry_points:
+            if (ep.name == name.strip() and ep.group != ENTRY_POINT_GROUP
+                    and difflib.get_close_matches(ep.group, [ENTRY_POINT_GROUP], cutoff=0.8)):
+                return (f"collector {ep.name} is declared by {dist.metadata['Name']} "
+                        f"{dist.version} in the entry-point group {ep.group!r}, which aorta does "
+                        f"not read: name the group {ENTRY_POINT_GROUP!r} "
+                        f"([project.entry-points.\"{ENTRY_POINT_GROUP}\"]) and install it again")
+    return None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from aorta_core.api.files import read_limited
+from aorta_core.api.kernel_names import kernel_key
 from aorta_core.engine.failed_cells import cell_folder
 from aorta_core.engine.kernel_tables import KERNELS_NAME, rebuild_command
 from aorta_core.engine.matrix import WALL
@@ -113,7 +114,11 @@ def _frames(output: Path, cells: Sequence[dict[str, Any]], trials: dict[str, lis
     if not frames:
         return None
     heights = [n for _, _, n in owners]
-    return pl.concat(frames, how="vertical_relaxed").with_columns(
+    rows = pl.concat(frames, how="vertical_relaxed")
+    names = rows["name"].unique()
+    return rows.with_columns(
+        # as this aorta keys names, whichever version wrote the table: old and new tables pair
+        key=pl.col("name").replace_strict(names, [kernel_key(n) for n in names]),
         cell=pl.Series(np.repeat([c for c, _, _ in owners], heights), dtype=pl.String),
         trial=pl.Series(np.repeat([t for _, t, _ in owners], heights), dtype=pl.Int64))
 
