@@ -196,7 +196,7 @@ def install_modes(session: nox.Session, mode: str) -> None:
     if mode == "editable":
         session.install("-e", ".")
     else:
-        session.install(TORCH, "setuptools>=69")
+        session.install(TORCH, "setuptools>=77")
         wheels = elsewhere / "wheels"
         session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "--wheel-dir", str(wheels), *_clean_sources(elsewhere / "src"), silent=True)

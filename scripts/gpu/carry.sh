@@ -11,7 +11,7 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d "$W" hydra-core==1.3.8 'omegaconf>=2.2,<2.4' polars polars-runtime-32 msgspec importlib-metadata \
   lazy_importer plotly orjson hydra-joblib-launcher hydra-submitit-launcher submitit \
-  holistictraceanalysis==0.5.0 cxxfilt
+  holistictraceanalysis==0.5.0 cxxfilt 'setuptools>=77'
 python3 -m pip wheel -q --no-deps antlr4-python3-runtime==4.9.3 -w "$W"
 mkdir -p "$W/site" .carry
 for w in "$W"/*.whl; do python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$w" "$W/site"; done

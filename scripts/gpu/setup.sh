@@ -34,7 +34,9 @@ mkdir -p "$SITE" "$OUT"
 [ -f "$SITE/.unpacked" ] || { tar xJf .carry/site312.tar.xz -C "$SITE" && touch "$SITE/.unpacked"; }
 # the carried packages join that Python through a .pth file (after its own site-packages)
 echo "$SITE" > "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/aorta-carried.pth"
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . \
+# the carried setuptools (>= 77, for the PEP 639 `license = "MIT"`) first: the image may hold an
+# older one, which --no-build-isolation would build with
+PYTHONPATH="$SITE" python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . \
   $(printf -- '-e %s ' plugins/aorta_*/) tests/third_party_collector 2>&1 \
   | grep -v -i warning
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
