@@ -4,7 +4,9 @@
 # torchprof, each pair one order=rounds sweep of $TRIALS trials (default 10) a side: $AA A/A
 # pairs (default 1) and up to $GROWN pairs (default 10) whose fp16 GEMM has 3 % more K; no new
 # pair starts after $DEADLINE s (default 330: a device call runs at most 600 s). $KERNEL (default
-# _hsh_, cuBLAS's fp16-in, fp32-accumulate, fp16-out GEMMs on sm90) names the grown GEMM. Writes
+# _hsh_, cuBLAS's fp16-in, fp32-accumulate, fp16-out GEMMs on sm90) names the grown GEMM. The
+# deadline counts from the proof's start, which first compares $PRIOR's pairs again (~20 s each
+# on an H100); a pair takes ~220-300 s, so PROOF_TIMEOUT must leave that after the deadline. Writes
 # under $OUT (e.g. PRIOR=bench/gpu_evidence/h100-2026-12-07-kernel-compare/gemms-gpu-bound/runs.tgz
 # GROWN=5 runs pairs 2-4 after comparing the 2 it holds):
 #   proof.json   the proof's line (per pair: the grown GEMM's rows, every flagged row)
