@@ -75,7 +75,8 @@ def _predicts(found: dict, clean: dict) -> None:
     (within 15 %), removes the injected ms (within 20 % or 5 ms: the benchmark's JSONL states
     them, in the same run) and lands near the step of a clean run (within half of it: two runs
     on 2 shared cores differ by up to a third, bench/proof_what_if.py measures the accuracy); a
-    clean run has nothing to recover from stragglers, and evening out a part recovers < 25 %."""
+    clean run claims < 10 % recoverable from stragglers (issue 43: 4 ranks on 2 shared cores
+    take turns, and one may trail by a few ms, 2.9 of 42 seen), and evening out a part < 25 %."""
     what, (injected,) = found["what_if"], found["injected"][str(found["stragglers"][0]["rank"])
                                                             ].values()
     assert abs(what["replayed_step_ms"] - what["step_ms"]) <= 0.15 * what["step_ms"], what
@@ -86,7 +87,8 @@ def _predicts(found: dict, clean: dict) -> None:
         f"without rank {found['stragglers'][0]['rank']}'s excess the step would take "
         f"{what['step_ms_without_stragglers']:.1f} ms instead of {what['step_ms']:.1f}")
     claimed = max(v["recoverable_ms"] for v in clean["what_if"]["per_op_type"].values())
-    assert clean["what_if"]["recoverable_ms"] == 0 and claimed < 0.25 * truth, clean["what_if"]
+    assert clean["what_if"]["recoverable_ms"] < 0.1 * truth and claimed < 0.25 * truth, \
+        clean["what_if"]
 
 
 @pytest.fixture(scope="module")
