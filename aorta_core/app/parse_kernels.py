@@ -25,7 +25,6 @@ from aorta_core.engine.plugins import collector_options
 from aorta_core.engine.records import (
     RECORD_NAME,
     BadRecord,
-    KernelsRecord,
     TrialRecord,
     load_record,
     write_record,
@@ -63,11 +62,10 @@ def write_kernel_tables(output: Path, registry, say: Callable[[str], None],
             remove(old, trial)
         else:
             os.replace(tables.path, old)
-        rows = tables.written
-        write_record(path, msgspec.structs.replace(
-            record, kernels=KernelsRecord(KERNELS_NAME, rows) if rows is not None else None))
-        with_table += rows is not None
-        say(f"{trial}: {rows if rows is not None else 'no'} kernel rows")
+        kernels = tables.record()
+        write_record(path, msgspec.structs.replace(record, kernels=kernels))
+        with_table += kernels is not None
+        say(f"{trial}: {kernels.rows if kernels else 'no'} kernel rows")
     return with_table
 
 

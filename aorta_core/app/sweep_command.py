@@ -40,10 +40,7 @@ def load_registry_or_exit(only: str | None = None, warn: bool = True):
 def warn_unusable(registry) -> None:
     for status in registry.statuses:
         if status.status == "error":
-            warning_line(
-                f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
-                f"{status.error}"
-            )
+            warning_line(status.unusable)
 
 
 def run_sweep(args: list[str]) -> int:

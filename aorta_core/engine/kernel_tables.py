@@ -21,6 +21,7 @@ from typing import Any
 
 from aorta_core.api.contracts import KERNEL_KINDS, KernelRow
 from aorta_core.api.files import write_atomic
+from aorta_core.engine.records import KernelsRecord
 
 KERNELS_NAME = "kernels.parquet"
 #: The file's columns, in order.
@@ -130,6 +131,6 @@ class KernelTables:
             self.rows += rows
             self.written = len(self.rows)
 
-    def record(self) -> dict[str, Any] | None:
-        """The record's ``kernels`` field."""
-        return None if self.written is None else {"file": self.path.name, "rows": self.written}
+    def record(self) -> KernelsRecord | None:
+        """The record's ``kernels`` field, for the table once it lies at :data:`KERNELS_NAME`."""
+        return None if self.written is None else KernelsRecord(KERNELS_NAME, self.written)

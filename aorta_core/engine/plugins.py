@@ -48,6 +48,12 @@ class PluginStatus:
     status: str  # "ok", "error" or "disabled"
     error: str | None = None
 
+    @property
+    def unusable(self) -> str:
+        """The line that says why a collector that failed to load cannot be used."""
+        return (f"collector {self.name} ({self.distribution} {self.version}) is unusable: "
+                f"{self.error}")
+
 
 @dataclass(frozen=True)
 class Collector:
@@ -296,8 +302,7 @@ def unusable_selection(hydra_message: str) -> str | None:
     status = next((errors[n.strip()] for n in names if n.strip() in errors), None)
     if status is None:
         return next(filter(None, map(_declared_elsewhere, names)), None)
-    return (f"collector {status.name} ({status.distribution} {status.version}) is unusable: "
-            f"{status.error}")
+    return status.unusable
 
 
 def _declared_elsewhere(name: str) -> str | None:

@@ -36,7 +36,6 @@ from aorta_core.engine.records import (
     RECORD_NAME,
     AutoRecord,
     CollectorRecord,
-    KernelsRecord,
     Retention,
     TrialRecord,
     write_record,
@@ -261,7 +260,7 @@ def run_trial(cell: Cell, index: int, registry: Registry, after_run: AfterRun | 
         collectors=collectors, warnings=notes.by_collector,
         retention=Retention(level, deleted), fingerprint=cell.fingerprint,
         auto=AutoRecord(**cell.auto.to_json()) if cell.auto else None,
-        metrics=metrics, kernels=KernelsRecord(**k) if (k := tables.record()) else None,
+        metrics=metrics, kernels=tables.record(),
         recorded_at_unix=time.time(),
     )
     return write_record(trial_dir / RECORD_NAME, record)
